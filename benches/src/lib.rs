@@ -1,0 +1,1 @@
+//! Benchmark crate of terralod: see `benches/`.

@@ -1,0 +1,1 @@
+//! Loaders and writers for elevation formats (feature H2).

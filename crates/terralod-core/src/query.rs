@@ -1,0 +1,1 @@
+//! Queries a game or viewer needs (feature H8): height at any point, ray casts.

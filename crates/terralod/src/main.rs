@@ -1,0 +1,3 @@
+//! `terralod`: the command-line tool.
+
+fn main() {}

@@ -1,0 +1,527 @@
+//! Brute-force error oracle: the vertical and projected error of a mesh at every
+//! full-resolution sample it covers.
+//!
+//! [`measure_error`] guarantees that its maxima are exact over the samples (not estimated
+//! from vertices or node bounds): every grid point inside or on the edge of a triangle
+//! (found with exact integer edge functions) is visited, the drawn height there is
+//! interpolated barycentrically in `f64` from the mesh's vertex heights, and compared with
+//! the true height `raw * height_scale + height_offset`, computed here in `f64` from the
+//! raw samples. A sample covered by several triangles (on shared edges, or where a crack
+//! lets two triangles disagree) counts once, with its worst error.
+//!
+//! # The camera model (own `f64` arithmetic, independent of the core's camera code)
+//!
+//! - `forward = normalize(target − eye)`, `right = normalize(forward × Y)`,
+//!   `up = right × forward` (right-handed, y up).
+//! - Looking straight up or down (`|forward × Y| < 1e-9`) the view is taken as the limit of a
+//!   camera tilted slightly towards −z (north, row 0): `right = +x`, so looking down the
+//!   image shows the grid like a map, column to the right, row 0 at the top.
+//! - A point with view coordinates `(x, y, z)` (`z` the depth along `forward`) lands at
+//!   `s · (x / z, y / z)` pixels from the viewport centre, with the pixel scale
+//!   `s = viewport_height / (2 tan(fov_y / 2))`; pixels are square.
+//! - A point is in view when `near <= z <= far` and it lands inside the viewport
+//!   (`|s x / z| <= width / 2`, `|s y / z| <= height / 2`).
+//!
+//! The projected error of a sample whose true point is in view is the pixel distance
+//! between its true and drawn points. A drawn point behind the eye or nearer than `near`
+//! cannot be projected: such samples are counted in [`ProjectedError::clipped`] and their
+//! error is infinite. Samples whose true point is out of view are ignored.
+
+use crate::grid_math::{Pt, triangle_row_span, up_area2};
+use std::fmt;
+use terralod_core::{Camera, GridMesh, GridPos, Heightfield};
+
+/// Why an error measurement could not be made.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MeasureError {
+    #[error("camera eye {eye:?} and target {target:?} must be finite and distinct")]
+    CameraDirection { eye: [f32; 3], target: [f32; 3] },
+    #[error("camera vertical field of view {fov_y} must lie in (0, pi) radians")]
+    FieldOfView { fov_y: f32 },
+    #[error("camera clip distances near {near} and far {far} must satisfy 0 < near < far")]
+    ClipDistances { near: f32, far: f32 },
+    #[error("camera viewport {width} x {height} must be at least 1 x 1 pixel")]
+    Viewport { width: u32, height: u32 },
+}
+
+/// The worst sample of one measure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleError {
+    pub pos: GridPos,
+    /// The error there: world units, or pixels (infinite when clipped).
+    pub error: f64,
+    /// True world height of the sample.
+    pub true_height: f64,
+    /// World height the worst triangle covering the sample draws there.
+    pub drawn_height: f64,
+}
+
+/// Vertical error over every covered sample, in world units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorldError {
+    /// Largest `|drawn − true|` (0 when nothing is covered).
+    pub max: f64,
+    /// 99th percentile by the nearest-rank method: the `ceil(0.99 n)`-th smallest value.
+    pub p99: f64,
+    pub worst: Option<SampleError>,
+}
+
+/// Projected error over every covered sample whose true point is in view, in pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProjectedError {
+    /// Covered samples whose true point is in view.
+    pub in_view: u64,
+    /// Of those, samples whose drawn point is behind the eye or nearer than `near`.
+    pub clipped: u64,
+    /// Largest pixel distance; infinite when any sample is clipped.
+    pub max: f64,
+    /// 99th percentile (nearest rank) over the samples in view, clipped ones as infinite.
+    pub p99: f64,
+    pub worst: Option<SampleError>,
+}
+
+/// What [`measure_error`] found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ErrorReport {
+    /// Samples of the data (`width × height`).
+    pub data_samples: u64,
+    /// Data samples covered by at least one triangle.
+    pub covered: u64,
+    /// Data samples covered by none.
+    pub uncovered: u64,
+    /// Triangles that cover nothing measurable: an index out of range, a vertex without a
+    /// height, a position too large, or zero area.
+    pub skipped_triangles: u64,
+    pub world: WorldError,
+    /// Present when a camera was given.
+    pub projected: Option<ProjectedError>,
+}
+
+impl fmt::Display for ErrorReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {} samples covered ({} uncovered, {} triangles skipped); world error max {} \
+             p99 {}",
+            self.covered,
+            self.data_samples,
+            self.uncovered,
+            self.skipped_triangles,
+            self.world.max,
+            self.world.p99
+        )?;
+        if let Some(w) = self.world.worst {
+            write!(f, " at {}", sample_text(&w))?;
+        }
+        if let Some(p) = &self.projected {
+            write!(
+                f,
+                "; {} samples in view ({} clipped), pixel error max {} p99 {}",
+                p.in_view, p.clipped, p.max, p.p99
+            )?;
+            if let Some(w) = p.worst {
+                write!(f, " at {}", sample_text(&w))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn sample_text(s: &SampleError) -> String {
+    format!(
+        "({},{}) (true height {}, drawn {})",
+        s.pos.col, s.pos.row, s.true_height, s.drawn_height
+    )
+}
+
+/// The camera as `f64` view axes and projection constants.
+struct View {
+    eye: [f64; 3],
+    right: [f64; 3],
+    up: [f64; 3],
+    forward: [f64; 3],
+    pixel_scale: f64,
+    half_width: f64,
+    half_height: f64,
+    near: f64,
+    far: f64,
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+fn normalized(a: [f64; 3]) -> Option<[f64; 3]> {
+    let len = dot(a, a).sqrt();
+    (len.is_finite() && len > 0.0).then(|| a.map(|v| v / len))
+}
+
+impl View {
+    fn new(camera: &Camera) -> Result<Self, MeasureError> {
+        let eye = [camera.eye.x, camera.eye.y, camera.eye.z].map(f64::from);
+        let target = [camera.target.x, camera.target.y, camera.target.z].map(f64::from);
+        let direction_error = || MeasureError::CameraDirection {
+            eye: camera.eye.to_array(),
+            target: camera.target.to_array(),
+        };
+        if !eye.iter().chain(&target).all(|v| v.is_finite()) {
+            return Err(direction_error());
+        }
+        let forward = normalized([target[0] - eye[0], target[1] - eye[1], target[2] - eye[2]])
+            .ok_or_else(direction_error)?;
+        let fov_y = f64::from(camera.fov_y);
+        if !(fov_y > 0.0 && fov_y < std::f64::consts::PI) {
+            return Err(MeasureError::FieldOfView {
+                fov_y: camera.fov_y,
+            });
+        }
+        let (near, far) = (f64::from(camera.near), f64::from(camera.far));
+        if !(near > 0.0 && near < far && far.is_finite()) {
+            return Err(MeasureError::ClipDistances {
+                near: camera.near,
+                far: camera.far,
+            });
+        }
+        let (width, height) = camera.viewport;
+        if width == 0 || height == 0 {
+            return Err(MeasureError::Viewport { width, height });
+        }
+        let side = cross(forward, [0.0, 1.0, 0.0]);
+        let right = if dot(side, side).sqrt() < 1e-9 {
+            [1.0, 0.0, 0.0]
+        } else {
+            normalized(side).ok_or_else(direction_error)?
+        };
+        let up = cross(right, forward);
+        Ok(Self {
+            eye,
+            right,
+            up,
+            forward,
+            pixel_scale: f64::from(height) / (2.0 * (fov_y / 2.0).tan()),
+            half_width: f64::from(width) / 2.0,
+            half_height: f64::from(height) / 2.0,
+            near,
+            far,
+        })
+    }
+
+    /// View coordinates (right, up, depth) of a world point.
+    fn to_view(&self, p: [f64; 3]) -> [f64; 3] {
+        let d = [p[0] - self.eye[0], p[1] - self.eye[1], p[2] - self.eye[2]];
+        [dot(d, self.right), dot(d, self.up), dot(d, self.forward)]
+    }
+
+    /// Pixel offset from the viewport centre of a point in view coordinates with depth > 0.
+    fn to_pixels(&self, v: [f64; 3]) -> (f64, f64) {
+        (
+            self.pixel_scale * v[0] / v[2],
+            self.pixel_scale * v[1] / v[2],
+        )
+    }
+
+    fn in_view(&self, v: [f64; 3]) -> bool {
+        if !(v[2] >= self.near && v[2] <= self.far) {
+            return false;
+        }
+        let (x, y) = self.to_pixels(v);
+        x.abs() <= self.half_width && y.abs() <= self.half_height
+    }
+}
+
+/// The projected part of a per-sample evaluation.
+enum Projected {
+    OutOfView,
+    Pixels(f64),
+    Clipped,
+}
+
+/// Tracks the worst sample deterministically: larger error first, then lower sample index.
+#[derive(Default)]
+struct Worst {
+    best: Option<(f64, usize, SampleError)>,
+}
+
+impl Worst {
+    fn offer(&mut self, index: usize, sample: SampleError) {
+        let better = match &self.best {
+            None => true,
+            Some((e, i, _)) => sample.error > *e || (sample.error == *e && index < *i),
+        };
+        if better {
+            self.best = Some((sample.error, index, sample));
+        }
+    }
+}
+
+/// Measures a mesh's error against the full-resolution samples of `field`.
+///
+/// Guarantee: `world.max` is the exact largest `|drawn − true|` over every data sample
+/// inside or on the edge of a triangle (drawn: barycentric in the triangle's vertex
+/// heights; true: from the raw sample and the mapping, in `f64`); with a camera,
+/// `projected.max` is the exact largest pixel distance between the true and drawn points
+/// of every such sample whose true point is in view, infinite if a drawn point is behind
+/// the near plane. Percentiles are exact (nearest rank). Vertices beyond the data (a padded
+/// grid) are fine; samples beyond the data do not exist and are ignored. The camera model
+/// is in the module docs. Fails only on an invalid camera.
+///
+/// Cost: linear in the samples covered plus the rows the triangles span, single-threaded:
+/// in release about 0.2 s (0.5 s with a camera) for 4 M samples under a coarse mesh and
+/// 1.5 to 3 s under the full 8 M-triangle grid of the same field.
+pub fn measure_error(
+    field: &Heightfield,
+    mesh: &GridMesh,
+    camera: Option<&Camera>,
+) -> Result<ErrorReport, MeasureError> {
+    let view = camera.map(View::new).transpose()?;
+    let (width, height) = (i64::from(field.width()), i64::from(field.height()));
+    let sample_count = field.len();
+    let mapping = field.mapping();
+    let (cell, scale, offset) = (
+        f64::from(mapping.cell_size),
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    let samples = field.samples();
+
+    // Per-sample worst errors; NaN marks "not covered" and "not in view".
+    let mut world_errors = vec![f64::NAN; sample_count];
+    let mut pixel_errors = if view.is_some() {
+        vec![f64::NAN; sample_count]
+    } else {
+        Vec::new()
+    };
+    let mut clipped = if view.is_some() {
+        vec![false; sample_count]
+    } else {
+        Vec::new()
+    };
+    let (mut worst_world, mut worst_pixel) = (Worst::default(), Worst::default());
+    let mut skipped_triangles = 0u64;
+
+    for indices in &mesh.triangles {
+        let corner = |i: u32| -> Option<(Pt, f64)> {
+            let pos = *mesh.positions.get(i as usize)?;
+            let h = *mesh.heights.get(i as usize)?;
+            Some((Pt::from_grid(pos)?, f64::from(h)))
+        };
+        let (Some(a), Some(b), Some(c)) =
+            (corner(indices[0]), corner(indices[1]), corner(indices[2]))
+        else {
+            skipped_triangles += 1;
+            continue;
+        };
+        let area2 = up_area2(a.0, b.0, c.0);
+        let [a, b, c] = match area2.signum() {
+            1 => [a, b, c],
+            -1 => [a, c, b],
+            _ => {
+                skipped_triangles += 1;
+                continue;
+            }
+        };
+        let area2 = area2.abs() as f64;
+        let t = [a.0, b.0, c.0];
+        let row_min = t.iter().map(|p| p.row).min().unwrap_or(0).max(0);
+        let row_max = t.iter().map(|p| p.row).max().unwrap_or(0).min(height - 1);
+        for row in row_min..=row_max {
+            let Some((lo, hi)) = triangle_row_span(&t, row) else {
+                continue;
+            };
+            for col in lo.max(0)..=hi.min(width - 1) {
+                let x = Pt { col, row };
+                let (wa, wb, wc) = (
+                    up_area2(t[1], t[2], x) as f64,
+                    up_area2(t[2], t[0], x) as f64,
+                    up_area2(t[0], t[1], x) as f64,
+                );
+                let drawn = (wa * a.1 + wb * b.1 + wc * c.1) / area2;
+                let index = (row * width + col) as usize;
+                let truth = f64::from(samples.get(index)) * scale + offset;
+                let error = finite_or_infinite((drawn - truth).abs());
+                let pos = GridPos::new(col as u32, row as u32);
+                let sample = |error| SampleError {
+                    pos,
+                    error,
+                    true_height: truth,
+                    drawn_height: drawn,
+                };
+                let slot = &mut world_errors[index];
+                if slot.is_nan() || error > *slot {
+                    *slot = error;
+                }
+                worst_world.offer(index, sample(error));
+
+                let Some(view) = &view else { continue };
+                let (x, z) = (col as f64 * cell, row as f64 * cell);
+                let projected = project_error(view, [x, truth, z], drawn);
+                let error = match projected {
+                    Projected::OutOfView => continue,
+                    Projected::Clipped => {
+                        clipped[index] = true;
+                        f64::INFINITY
+                    }
+                    Projected::Pixels(e) => e,
+                };
+                let slot = &mut pixel_errors[index];
+                if slot.is_nan() || error > *slot {
+                    *slot = error;
+                }
+                worst_pixel.offer(index, sample(error));
+            }
+        }
+    }
+
+    let mut covered_errors: Vec<f64> = world_errors.into_iter().filter(|e| !e.is_nan()).collect();
+    let covered = covered_errors.len() as u64;
+    let world = WorldError {
+        max: worst_world.best.map_or(0.0, |b| b.0),
+        p99: percentile99(&mut covered_errors),
+        worst: worst_world.best.map(|b| b.2),
+    };
+    let projected = view.map(|_| {
+        let mut in_view: Vec<f64> = pixel_errors.into_iter().filter(|e| !e.is_nan()).collect();
+        ProjectedError {
+            in_view: in_view.len() as u64,
+            clipped: clipped.iter().filter(|&&c| c).count() as u64,
+            max: worst_pixel.best.map_or(0.0, |b| b.0),
+            p99: percentile99(&mut in_view),
+            worst: worst_pixel.best.map(|b| b.2),
+        }
+    });
+    Ok(ErrorReport {
+        data_samples: sample_count as u64,
+        covered,
+        uncovered: sample_count as u64 - covered,
+        skipped_triangles,
+        world,
+        projected,
+    })
+}
+
+/// NaN (from a non-finite drawn height) becomes infinite so that it dominates every max.
+fn finite_or_infinite(error: f64) -> f64 {
+    if error.is_nan() { f64::INFINITY } else { error }
+}
+
+/// Projected error of one sample: its true point and its drawn point (same x and z, the
+/// drawn height) measured on screen.
+fn project_error(view: &View, true_point: [f64; 3], drawn: f64) -> Projected {
+    let v = view.to_view(true_point);
+    if !view.in_view(v) {
+        return Projected::OutOfView;
+    }
+    let lift = drawn - true_point[1];
+    if !lift.is_finite() {
+        return Projected::Pixels(f64::INFINITY);
+    }
+    // The drawn point differs only in y: move along the view image of the world's y axis.
+    let m = [
+        v[0] + lift * view.right[1],
+        v[1] + lift * view.up[1],
+        v[2] + lift * view.forward[1],
+    ];
+    if m[2].is_nan() || m[2] < view.near {
+        return Projected::Clipped;
+    }
+    let (tx, ty) = view.to_pixels(v);
+    let (mx, my) = view.to_pixels(m);
+    Projected::Pixels(finite_or_infinite((mx - tx).hypot(my - ty)))
+}
+
+/// 99th percentile by nearest rank (the `ceil(0.99 n)`-th smallest), 0 for no values.
+fn percentile99(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let rank = (99 * values.len()).div_ceil(100);
+    let (_, nth, _) = values.select_nth_unstable_by(rank - 1, f64::total_cmp);
+    *nth
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+
+    #[test]
+    fn percentile_is_the_nearest_rank() {
+        assert_eq!(percentile99(&mut []), 0.0);
+        assert_eq!(percentile99(&mut [3.0]), 3.0);
+        let mut hundred: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(percentile99(&mut hundred), 99.0);
+        let mut hundred_one: Vec<f64> = (1..=101).map(f64::from).collect();
+        assert_eq!(percentile99(&mut hundred_one), 100.0); // ceil(99.99) = 100
+        let mut with_infinity = vec![1.0, f64::INFINITY];
+        assert_eq!(percentile99(&mut with_infinity), f64::INFINITY);
+    }
+
+    fn camera(eye: Vec3, target: Vec3) -> Camera {
+        Camera {
+            eye,
+            target,
+            fov_y: std::f32::consts::FRAC_PI_2,
+            viewport: (800, 600),
+            near: 0.5,
+            far: 1000.0,
+        }
+    }
+
+    #[test]
+    fn view_axes_are_right_handed_and_vertical_views_follow_the_documented_limit() {
+        let level = View::new(&camera(Vec3::ZERO, Vec3::new(0.0, 0.0, -1.0))).unwrap();
+        assert_eq!(level.right, [1.0, 0.0, 0.0]);
+        assert_eq!(level.up, [0.0, 1.0, 0.0]);
+        let down = View::new(&camera(Vec3::Y, Vec3::ZERO)).unwrap();
+        assert_eq!(down.right, [1.0, 0.0, 0.0]);
+        assert_eq!(down.up, [0.0, 0.0, -1.0]); // north (row 0) at the top
+        // A camera tilted a little towards -z agrees with the vertical limit.
+        let tilted = View::new(&camera(Vec3::Y, Vec3::new(0.0, 0.0, -1e-3))).unwrap();
+        assert!((tilted.up[2] + 1.0).abs() < 1e-5 && (tilted.right[0] - 1.0).abs() < 1e-12);
+        let up = View::new(&camera(Vec3::ZERO, Vec3::Y)).unwrap();
+        assert_eq!(up.right, [1.0, 0.0, 0.0]);
+        assert_eq!(up.up, [0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn bad_cameras_are_errors_not_panics() {
+        let good = camera(Vec3::ZERO, Vec3::X);
+        let cases = [
+            Camera {
+                target: good.eye,
+                ..good
+            },
+            Camera {
+                eye: Vec3::new(f32::NAN, 0.0, 0.0),
+                ..good
+            },
+            Camera { fov_y: 0.0, ..good },
+            Camera {
+                fov_y: std::f32::consts::PI,
+                ..good
+            },
+            Camera { near: 0.0, ..good },
+            Camera {
+                near: 2.0,
+                far: 1.0,
+                ..good
+            },
+            Camera {
+                viewport: (0, 10),
+                ..good
+            },
+        ];
+        for bad in cases {
+            assert!(View::new(&bad).is_err(), "{bad:?}");
+        }
+        assert!(View::new(&good).is_ok());
+    }
+}

@@ -1,0 +1,231 @@
+//! PNG height maps: 8/16-bit gray (8-bit widened to `u16`, raw = the PNG integer), gray stored
+//! as RGB(A) with R = G = B, and colour packings chosen by [`RgbEncoding`]. An alpha of 0 (an
+//! alpha channel or a `tRNS` colour) marks nodata. Palette and sub-byte images are expanded to
+//! 8 bits first (a 4-bit gray 1 reads as 17: the expansion scales to the 8-bit range).
+
+use super::{
+    Format, LoadOptions, Loaded, Problem, RgbEncoding, SourceInfo, check_claimed_size,
+    field_with_holes, finish,
+};
+use crate::heightfield::Samples;
+use ::png::{BitDepth, ColorType, Decoder, DecodingError, Limits, Transformations};
+use std::io::{BufRead, Seek};
+
+/// Memory the decoder may use beyond its output (text chunks, ICC profiles, row buffers).
+const DECODER_MEMORY: usize = 64 << 20;
+
+pub(super) fn decode<R: BufRead + Seek>(
+    reader: R,
+    options: &LoadOptions,
+) -> Result<Loaded, Problem> {
+    let mut decoder = Decoder::new_with_limits(
+        reader,
+        Limits {
+            bytes: DECODER_MEMORY,
+        },
+    );
+    // The header alone is parsed here: the claimed size is checked before any image buffer.
+    let info = decoder.read_header_info().map_err(png_problem)?;
+    let (width, height) =
+        check_claimed_size(u64::from(info.width), u64::from(info.height), options)?;
+    let row_bytes = (width as usize).saturating_mul(8);
+    decoder.set_limits(Limits {
+        bytes: DECODER_MEMORY.saturating_add(row_bytes.saturating_mul(4)),
+    });
+    decoder.set_transformations(Transformations::EXPAND);
+    let mut reader = decoder.read_info().map_err(png_problem)?;
+    let (color, depth) = reader.output_color_type();
+    let channels = match color {
+        ColorType::Grayscale => 1,
+        ColorType::GrayscaleAlpha => 2,
+        ColorType::Rgb => 3,
+        ColorType::Rgba => 4,
+        ColorType::Indexed => {
+            return Err(Problem::Unsupported {
+                format: Format::Png,
+                detail: "palette image that could not be expanded".to_owned(),
+            });
+        }
+    };
+    let wide = match depth {
+        BitDepth::Eight => false,
+        BitDepth::Sixteen => true,
+        other => {
+            return Err(Problem::Unsupported {
+                format: Format::Png,
+                detail: format!("bit depth {other:?} after expansion"),
+            });
+        }
+    };
+    let packing = match (options.encoding, channels) {
+        (None | Some(RgbEncoding::Gray), _) => Packing::Gray,
+        (Some(encoding), 3 | 4) if !wide => Packing::Colour(encoding),
+        (Some(encoding), _) => {
+            return Err(Problem::EncodingMismatch {
+                encoding,
+                found: format!("{}-bit {}", if wide { 16 } else { 8 }, color_name(color)),
+            });
+        }
+    };
+    let layout = Layout {
+        width: width as usize,
+        channels,
+        wide,
+    };
+    let count = width as usize * height as usize;
+    let mut output = match packing {
+        Packing::Gray => Output::Gray(Vec::with_capacity(count)),
+        Packing::Colour(encoding) => Output::Colour(Vec::with_capacity(count), encoding),
+    };
+    let mut holes: Option<Vec<bool>> = None;
+
+    if reader.info().interlaced {
+        let size = reader.output_buffer_size().ok_or(Problem::TooLarge {
+            width: u64::from(width),
+            height: u64::from(height),
+            limit: options.max_samples,
+        })?;
+        let mut buffer = vec![0u8; size];
+        let frame = reader.next_frame(&mut buffer).map_err(png_problem)?;
+        for (row, line) in buffer
+            .chunks_exact(frame.line_size)
+            .take(height as usize)
+            .enumerate()
+        {
+            convert_row(line, row as u32, &layout, &mut output, &mut holes, count)?;
+        }
+    } else {
+        for row in 0..height {
+            let line = reader
+                .next_row()
+                .map_err(png_problem)?
+                .ok_or(Problem::UnexpectedEnd {
+                    format: Format::Png,
+                })?;
+            convert_row(line.data(), row, &layout, &mut output, &mut holes, count)?;
+        }
+    }
+
+    // Reading on to IEND makes a file cut after its last row an error, like any truncation.
+    reader.finish().map_err(png_problem)?;
+
+    let sample_type = match (packing, wide) {
+        (Packing::Colour(_), _) => "rgb8",
+        (Packing::Gray, false) => "u8",
+        (Packing::Gray, true) => "u16",
+    };
+    let samples = match output {
+        Output::Gray(values) => Samples::U16(values),
+        Output::Colour(values, _) => Samples::F32(values),
+    };
+    let field = field_with_holes(width, height, samples, holes)?;
+    let mut source = SourceInfo::new(Format::Png, sample_type);
+    source.compression = Some("deflate".to_owned());
+    source.spacing_note = Some("PNG carries no spacing; cell size left at 1".to_owned());
+    if let Packing::Colour(encoding) = packing {
+        source.encoding = Some(encoding);
+    } else if channels >= 3 {
+        source.encoding = Some(RgbEncoding::Gray);
+    }
+    finish(field, source)
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Packing {
+    Gray,
+    Colour(RgbEncoding),
+}
+
+#[derive(Debug)]
+struct Layout {
+    width: usize,
+    channels: usize,
+    wide: bool,
+}
+
+#[derive(Debug)]
+enum Output {
+    Gray(Vec<u16>),
+    Colour(Vec<f32>, RgbEncoding),
+}
+
+fn convert_row(
+    line: &[u8],
+    row: u32,
+    layout: &Layout,
+    output: &mut Output,
+    holes: &mut Option<Vec<bool>>,
+    count: usize,
+) -> Result<(), Problem> {
+    let bytes = if layout.wide { 2 } else { 1 };
+    let stride = layout.channels * bytes;
+    let line = line
+        .get(..layout.width * stride)
+        .ok_or(Problem::UnexpectedEnd {
+            format: Format::Png,
+        })?;
+    let row_start = row as usize * layout.width;
+    let has_alpha = layout.channels.is_multiple_of(2);
+    let sample = |pixel: &[u8], channel: usize| -> u16 {
+        if layout.wide {
+            u16::from_be_bytes([pixel[2 * channel], pixel[2 * channel + 1]])
+        } else {
+            u16::from(pixel[channel])
+        }
+    };
+    for (col, pixel) in line.chunks_exact(stride).enumerate() {
+        if has_alpha && sample(pixel, layout.channels - 1) == 0 {
+            holes.get_or_insert_with(|| vec![false; count])[row_start + col] = true;
+        }
+        match output {
+            Output::Gray(values) => {
+                let gray = sample(pixel, 0);
+                if layout.channels >= 3 && (sample(pixel, 1) != gray || sample(pixel, 2) != gray) {
+                    return Err(Problem::RgbNeedsEncoding {
+                        col: col as u32,
+                        row,
+                    });
+                }
+                values.push(gray);
+            }
+            Output::Colour(values, encoding) => {
+                let packed =
+                    (u32::from(pixel[0]) << 16) | (u32::from(pixel[1]) << 8) | u32::from(pixel[2]);
+                values.push(match encoding {
+                    RgbEncoding::TerrainRgb => (-10_000.0 + f64::from(packed) * 0.1) as f32,
+                    RgbEncoding::Rgb24 | RgbEncoding::Gray => packed as f32,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn color_name(color: ColorType) -> &'static str {
+    match color {
+        ColorType::Grayscale => "gray",
+        ColorType::GrayscaleAlpha => "gray+alpha",
+        ColorType::Rgb => "RGB",
+        ColorType::Rgba => "RGBA",
+        ColorType::Indexed => "palette",
+    }
+}
+
+fn png_problem(error: DecodingError) -> Problem {
+    match error {
+        DecodingError::IoError(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Problem::UnexpectedEnd {
+                format: Format::Png,
+            }
+        }
+        DecodingError::IoError(error) => Problem::Io(error),
+        DecodingError::LimitsExceeded => Problem::Unsupported {
+            format: Format::Png,
+            detail: "the image needs more memory than the decoder allows".to_owned(),
+        },
+        other => Problem::Corrupt {
+            format: Format::Png,
+            detail: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,273 @@
+//! Writers: 16-bit grayscale PNG with a reported quantization, and raw little-endian `f32`.
+//!
+//! Both are atomic: data go to a temporary file in the target's directory, which is renamed
+//! over the target only once complete and synced. On any error the temporary file is
+//! removed, so a half-written file never appears under the target name.
+
+use crate::heightfield::{Heightfield, Samples};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How heights map to 16-bit values: `value = round((h - offset) / scale)` when writing,
+/// `h = value × scale + offset` when reading back. `h` is the world height of a sample
+/// (`raw × height_scale + height_offset`), computed in `f64`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Quantization {
+    pub scale: f64,
+    pub offset: f64,
+}
+
+impl Quantization {
+    /// The quantization that fits `field` best:
+    /// - `u16` samples: the field's own mapping, so the samples are written unchanged;
+    /// - `i16` samples: the field's scale with an offset at the lowest sample, lossless;
+    /// - `f32` samples: the world height range spread over 0..=65535.
+    pub fn auto(field: &Heightfield) -> Quantization {
+        let mapping = field.mapping();
+        let (scale, offset) = (
+            f64::from(mapping.height_scale),
+            f64::from(mapping.height_offset),
+        );
+        match field.samples() {
+            Samples::U16(_) => Quantization { scale, offset },
+            Samples::I16(values) => {
+                // value = (h - offset) / scale = raw - lowest, whatever the sign of the scale.
+                let lowest = values.iter().copied().min().unwrap_or(0);
+                Quantization {
+                    scale,
+                    offset: f64::from(lowest) * scale + offset,
+                }
+            }
+            Samples::F32(values) => {
+                let (lo, hi) =
+                    values
+                        .iter()
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                            let h = f64::from(v) * scale + offset;
+                            (lo.min(h), hi.max(h))
+                        });
+                let span = hi - lo;
+                Quantization {
+                    scale: if span > 0.0 {
+                        span / f64::from(u16::MAX)
+                    } else {
+                        1.0
+                    },
+                    offset: lo,
+                }
+            }
+        }
+    }
+
+    /// Height a written value stands for.
+    pub fn height(&self, value: u16) -> f64 {
+        f64::from(value) * self.scale + self.offset
+    }
+
+    fn is_usable(&self) -> bool {
+        self.scale.is_finite() && self.scale != 0.0 && self.offset.is_finite()
+    }
+}
+
+/// A file that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct WriteError {
+    pub path: PathBuf,
+    pub problem: WriteProblem,
+}
+
+/// Why a file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteProblem {
+    #[error("cannot write: {0}")]
+    Io(std::io::Error),
+    #[error("png encoder failed: {0}")]
+    Png(String),
+    #[error("the path names no file")]
+    NoFileName,
+    #[error(
+        "quantization scale {scale}, offset {offset} is unusable: the scale must be finite and non-zero"
+    )]
+    InvalidQuantization { scale: f64, offset: f64 },
+    #[error(
+        "height {height} at column {col}, row {row} quantizes to {value}, outside 0..=65535: \
+         choose another scale or offset"
+    )]
+    OutOfRange {
+        col: u32,
+        row: u32,
+        height: f64,
+        value: f64,
+    },
+}
+
+impl From<std::io::Error> for WriteProblem {
+    fn from(error: std::io::Error) -> Self {
+        WriteProblem::Io(error)
+    }
+}
+
+/// Writes a 16-bit grayscale PNG of the world heights quantized by `quantization` and
+/// returns it, so the caller can report `height = value × scale + offset`. A `u16` field
+/// with [`Quantization::auto`] is written sample for sample.
+pub fn write_png16(
+    path: &Path,
+    field: &Heightfield,
+    quantization: Quantization,
+) -> Result<Quantization, WriteError> {
+    let error = |problem| WriteError {
+        path: path.to_path_buf(),
+        problem,
+    };
+    if !quantization.is_usable() {
+        return Err(error(WriteProblem::InvalidQuantization {
+            scale: quantization.scale,
+            offset: quantization.offset,
+        }));
+    }
+    let values = quantize(field, quantization).map_err(error)?;
+    write_atomically(path, |file| {
+        let mut encoder = ::png::Encoder::new(file, field.width(), field.height());
+        encoder.set_color(::png::ColorType::Grayscale);
+        encoder.set_depth(::png::BitDepth::Sixteen);
+        let mut writer = encoder.write_header().map_err(png_problem)?;
+        let mut stream = writer.stream_writer().map_err(png_problem)?;
+        let mut row_bytes = Vec::with_capacity(field.width() as usize * 2);
+        for row in values.chunks_exact(field.width() as usize) {
+            row_bytes.clear();
+            row_bytes.extend(row.iter().flat_map(|v| v.to_be_bytes()));
+            stream.write_all(&row_bytes)?;
+        }
+        stream.finish().map_err(png_problem)?;
+        writer.finish().map_err(png_problem)?;
+        Ok(())
+    })
+    .map_err(error)?;
+    Ok(quantization)
+}
+
+/// Writes the raw samples (decoded values, before the world mapping) as little-endian `f32`,
+/// row-major, row 0 north: what `.f32` loading reads back exactly. `u16` and `i16` samples
+/// are exact in `f32`. World heights are `value × height_scale + height_offset` of the
+/// field's mapping, which the caller reports (a raw file has nowhere to keep it).
+pub fn write_f32(path: &Path, field: &Heightfield) -> Result<(), WriteError> {
+    write_atomically(path, |file| {
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        let samples = field.samples();
+        for i in 0..samples.len() {
+            out.write_all(&samples.get(i).to_le_bytes())?;
+        }
+        out.flush()?;
+        Ok(())
+    })
+    .map_err(|problem| WriteError {
+        path: path.to_path_buf(),
+        problem,
+    })
+}
+
+fn quantize(
+    field: &Heightfield,
+    quantization: Quantization,
+) -> Result<Cow<'_, [u16]>, WriteProblem> {
+    let mapping = field.mapping();
+    let (scale, offset) = (
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    if let Samples::U16(values) = field.samples()
+        && quantization == (Quantization { scale, offset })
+    {
+        return Ok(Cow::Borrowed(values));
+    }
+    let samples = field.samples();
+    let width = field.width() as usize;
+    (0..samples.len())
+        .map(|i| {
+            let height = f64::from(samples.get(i)) * scale + offset;
+            let value = ((height - quantization.offset) / quantization.scale).round();
+            if (0.0..=f64::from(u16::MAX)).contains(&value) {
+                Ok(value as u16)
+            } else {
+                Err(WriteProblem::OutOfRange {
+                    col: (i % width) as u32,
+                    row: (i / width) as u32,
+                    height,
+                    value,
+                })
+            }
+        })
+        .collect::<Result<Vec<u16>, _>>()
+        .map(Cow::Owned)
+}
+
+fn png_problem(error: ::png::EncodingError) -> WriteProblem {
+    match error {
+        ::png::EncodingError::IoError(error) => WriteProblem::Io(error),
+        other => WriteProblem::Png(other.to_string()),
+    }
+}
+
+/// Runs `write` on a temporary file next to `path` and renames it over `path` on success.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> Result<(), WriteProblem>,
+) -> Result<(), WriteProblem> {
+    let mut temporary = TemporaryFile::create(path)?;
+    write(&mut temporary.file)?;
+    temporary.file.sync_all()?;
+    temporary.persist(path)
+}
+
+/// A temporary file that deletes itself unless persisted.
+#[derive(Debug)]
+struct TemporaryFile {
+    path: PathBuf,
+    file: File,
+    persisted: bool,
+}
+
+impl TemporaryFile {
+    fn create(target: &Path) -> Result<Self, WriteProblem> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = target.file_name().ok_or(WriteProblem::NoFileName)?;
+        let directory = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut temporary_name = std::ffi::OsString::from(".");
+        temporary_name.push(name);
+        temporary_name.push(format!(".{}.{unique}.tmp", std::process::id()));
+        let path = directory.join(temporary_name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        Ok(Self {
+            path,
+            file,
+            persisted: false,
+        })
+    }
+
+    fn persist(mut self, target: &Path) -> Result<(), WriteProblem> {
+        std::fs::rename(&self.path, target)?;
+        self.persisted = true;
+        Ok(())
+    }
+}
+
+impl Drop for TemporaryFile {
+    fn drop(&mut self) {
+        if !self.persisted {
+            // Best effort: the error that brought us here is the one worth reporting.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

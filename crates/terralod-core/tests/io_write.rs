@@ -1,0 +1,209 @@
+//! Writers: 16-bit PNG with its quantization, raw f32, round trips through the loaders, and
+//! atomic replacement (no half-written or temporary file is ever left behind).
+
+mod io_common;
+
+use io_common::*;
+use std::path::Path;
+use terralod_core::io::{
+    Format, LoadOptions, Quantization, WriteProblem, load, write_f32, write_png16,
+};
+use terralod_core::{Heightfield, Samples, WorldMapping};
+
+/// Names in a folder, sorted: temporary files would show up here.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn u16_fields_are_written_sample_for_sample() {
+    let dir = scratch_dir("png16-u16");
+    let values = vec![0u16, 17, 65_535, 1_000, 2, 3];
+    let field = Heightfield::new(3, 2, Samples::U16(values.clone()))
+        .unwrap()
+        .with_mapping(WorldMapping {
+            cell_size: 2.0,
+            height_scale: 0.1,
+            height_offset: -5.0,
+        })
+        .unwrap();
+    let path = dir.join("u16.png");
+    let used = write_png16(&path, &field, Quantization::auto(&field)).unwrap();
+    assert_eq!(
+        used,
+        Quantization {
+            scale: f64::from(0.1f32),
+            offset: -5.0
+        }
+    );
+    let loaded = load(&path, &LoadOptions::default()).unwrap();
+    assert_eq!(loaded.heightfield.samples(), &Samples::U16(values));
+    assert_eq!(loaded.source.sample_type, "u16");
+    assert_eq!(listing(&dir), ["u16.png"]);
+}
+
+#[test]
+fn f32_fields_spread_over_the_16_bit_range() {
+    let dir = scratch_dir("png16-f32");
+    let heights: Vec<f32> = (0..64)
+        .map(|i| 1547.0 + (i as f32 * 0.37).sin() * 900.0 + i as f32 * 3.1)
+        .collect();
+    let field = Heightfield::from_f32(8, 8, heights.clone()).unwrap();
+    let quantization = Quantization::auto(&field);
+    let path = dir.join("f32.png");
+    let used = write_png16(&path, &field, quantization).unwrap();
+    assert_eq!(used, quantization);
+    let loaded = load(&path, &LoadOptions::default()).unwrap();
+    let values = raw_values(&loaded);
+    assert_eq!(values.iter().copied().fold(f32::INFINITY, f32::min), 0.0);
+    assert_eq!(values.iter().copied().fold(0.0, f32::max), 65_535.0);
+    for (&h, &v) in heights.iter().zip(&values) {
+        let back = used.height(v as u16);
+        assert!(
+            (back - f64::from(h)).abs() <= used.scale / 2.0 + 1e-9,
+            "{h} came back as {back}"
+        );
+    }
+}
+
+#[test]
+fn i16_fields_are_lossless_with_the_auto_quantization() {
+    let dir = scratch_dir("png16-i16");
+    let values = vec![-32_768i16, -1, 0, 32_767];
+    let field = Heightfield::new(2, 2, Samples::I16(values.clone())).unwrap();
+    let path = dir.join("i16.png");
+    let used = write_png16(&path, &field, Quantization::auto(&field)).unwrap();
+    let loaded = load(&path, &LoadOptions::default()).unwrap();
+    let back: Vec<f64> = raw_values(&loaded)
+        .iter()
+        .map(|&v| used.height(v as u16))
+        .collect();
+    assert_eq!(
+        back,
+        values.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_quantization_that_does_not_fit_fails_and_leaves_nothing() {
+    let dir = scratch_dir("png16-range");
+    let field = Heightfield::from_f32(2, 2, vec![0.0, 10.0, 20.0, 70_000.0]).unwrap();
+    let path = dir.join("out.png");
+    std::fs::write(&path, b"previous contents").unwrap();
+    let error = write_png16(
+        &path,
+        &field,
+        Quantization {
+            scale: 1.0,
+            offset: 0.0,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            error.problem,
+            WriteProblem::OutOfRange { col: 1, row: 1, .. }
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("{}: ", path.display()))
+    );
+    let error = write_png16(
+        &path,
+        &field,
+        Quantization {
+            scale: 0.0,
+            offset: 0.0,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error.problem, WriteProblem::InvalidQuantization { .. }),
+        "{error}"
+    );
+    // The old file is untouched and no temporary file is left.
+    assert_eq!(std::fs::read(&path).unwrap(), b"previous contents");
+    assert_eq!(listing(&dir), ["out.png"]);
+}
+
+#[test]
+fn failed_writes_leave_no_temporary_file() {
+    let dir = scratch_dir("atomic");
+    let field = Heightfield::from_f32(2, 2, vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+    // The target is a folder: the final rename fails after the data were written.
+    let folder = dir.join("taken");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("inside"), b"x").unwrap();
+    assert!(matches!(
+        write_f32(&folder, &field).unwrap_err().problem,
+        WriteProblem::Io(_)
+    ));
+    assert!(matches!(
+        write_png16(&folder, &field, Quantization::auto(&field))
+            .unwrap_err()
+            .problem,
+        WriteProblem::Io(_)
+    ));
+    assert_eq!(listing(&dir), ["taken"]);
+    // A missing folder fails before anything is created.
+    assert!(write_f32(&dir.join("no/such/folder/out.f32"), &field).is_err());
+    assert_eq!(listing(&dir), ["taken"]);
+}
+
+#[test]
+fn write_f32_round_trips_through_the_raw_loader() {
+    let dir = scratch_dir("f32");
+    let cases = [
+        Heightfield::from_f32(3, 2, vec![-1.5, 0.0, 1e-7, 8848.86, -430.5, 1e30]).unwrap(),
+        Heightfield::new(3, 2, Samples::U16(vec![0, 1, 2, 65_535, 4, 5])).unwrap(),
+        Heightfield::new(3, 2, Samples::I16(vec![-32_768, 1, 2, 32_767, 4, 5])).unwrap(),
+    ];
+    for (i, field) in cases.iter().enumerate() {
+        let path = dir.join(format!("field{i}.f32"));
+        write_f32(&path, field).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 6 * 4);
+        let loaded = load(&path, &LoadOptions::default().with_raw_size(3, 2)).unwrap();
+        assert_eq!(loaded.source.format, Format::RawF32);
+        let expected: Vec<f32> = (0..6).map(|s| field.samples().get(s)).collect();
+        assert_eq!(loaded.heightfield.samples(), &Samples::F32(expected));
+        // Writing again replaces the file atomically.
+        write_f32(&path, field).unwrap();
+    }
+    assert_eq!(listing(&dir), ["field0.f32", "field1.f32", "field2.f32"]);
+}
+
+#[test]
+fn boulder_survives_a_png16_round_trip_unchanged() {
+    let Some(path) = shared_data("srtm3_boulder_co_758.png") else {
+        return;
+    };
+    let original = load(&path, &LoadOptions::default()).unwrap();
+    let dir = scratch_dir("boulder");
+    let copy = dir.join("copy.png");
+    let used = write_png16(
+        &copy,
+        &original.heightfield,
+        Quantization::auto(&original.heightfield),
+    )
+    .unwrap();
+    assert_eq!(
+        used,
+        Quantization {
+            scale: 1.0,
+            offset: 0.0
+        }
+    );
+    let reloaded = load(&copy, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        reloaded.heightfield.samples(),
+        original.heightfield.samples()
+    );
+}

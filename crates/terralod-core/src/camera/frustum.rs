@@ -1,0 +1,63 @@
+//! Frustum planes from a clip transform and box classification (feature H5).
+
+use super::{Aabb, Containment, Frustum};
+use glam::{Mat4, Vec3};
+
+/// Relative slack of the outside test, so rounding never culls a box that touches the view.
+const OUTSIDE_SLACK: f32 = 1e-5;
+
+impl Frustum {
+    /// The six inward planes (normalised) of the clip volume of `clip_from_world`, with
+    /// wgpu's clip conventions: `-w <= x <= w`, `-w <= y <= w`, `0 <= z <= w`.
+    ///
+    /// Each clip inequality is linear in the world point, so its plane is a combination of
+    /// the matrix rows (the Gribb–Hartmann extraction).
+    pub fn from_clip_from_world(clip_from_world: Mat4) -> Frustum {
+        let m = clip_from_world;
+        let (x, y, z, w) = (m.row(0), m.row(1), m.row(2), m.row(3));
+        let planes = [w + x, w - x, w + y, w - y, z, w - z].map(|p| {
+            let length = p.truncate().length();
+            if length > 0.0 { p / length } else { p }
+        });
+        Frustum { planes }
+    }
+
+    /// Signed distance of `point` to plane `index` (positive inside).
+    pub fn distance(&self, index: usize, point: Vec3) -> f32 {
+        let p = self.planes[index];
+        p.truncate().dot(point) + p.w
+    }
+
+    /// Whether `point` is inside all six planes.
+    pub fn contains_point(&self, point: Vec3) -> bool {
+        (0..6).all(|i| self.distance(i, point) >= 0.0)
+    }
+
+    /// Where `aabb` lies. Conservative: a box with any point in the view volume is never
+    /// [`Containment::Outside`] (a box outside near a frustum edge may be reported
+    /// [`Containment::Intersecting`]). [`Containment::Inside`] means every point of the
+    /// box is inside all six planes.
+    pub fn classify(&self, aabb: &Aabb) -> Containment {
+        let mut inside = true;
+        for plane in &self.planes {
+            let normal = plane.truncate();
+            let positive = normal.cmpge(Vec3::ZERO);
+            // The corner furthest along the normal, and the one furthest against it.
+            let far_corner = Vec3::select(positive, aabb.max, aabb.min);
+            let near_corner = Vec3::select(positive, aabb.min, aabb.max);
+            let reach = normal.dot(far_corner) + plane.w;
+            let scale = normal.abs().dot(far_corner.abs()) + plane.w.abs();
+            if reach < -OUTSIDE_SLACK * scale {
+                return Containment::Outside;
+            }
+            if normal.dot(near_corner) + plane.w < 0.0 {
+                inside = false;
+            }
+        }
+        if inside {
+            Containment::Inside
+        } else {
+            Containment::Intersecting
+        }
+    }
+}

@@ -7,10 +7,9 @@
 use crate::heightfield::{Heightfield, Samples};
 use serde::Serialize;
 use std::borrow::Cow;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How heights map to 16-bit values: `value = round((h - offset) / scale)` when writing,
 /// `h = value × scale + offset` when reading back. `h` is the world height of a sample
@@ -152,6 +151,9 @@ pub fn write_png16(
     let values = quantize(field, quantization).map_err(error)?;
     write_atomically(path, |file| {
         let mut encoder = ::png::Encoder::new(file, field.width(), field.height());
+        // fdeflate's fast mode: about 4 × faster than the default on 16-bit heights, with a
+        // similar size (a 4097² terrain wrote in 4.3 s with the default).
+        encoder.set_compression(::png::Compression::Fast);
         encoder.set_color(::png::ColorType::Grayscale);
         encoder.set_depth(::png::BitDepth::Sixteen);
         let mut writer = encoder.write_header().map_err(png_problem)?;
@@ -232,61 +234,28 @@ fn png_problem(error: ::png::EncodingError) -> WriteProblem {
     }
 }
 
-/// Runs `write` on a temporary file next to `path` and renames it over `path` on success.
+/// Runs `write` on a temporary file next to `path` and renames it over `path` on success;
+/// on any failure the temporary file is removed, so nothing half-written is ever left.
 fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut File) -> Result<(), WriteProblem>,
 ) -> Result<(), WriteProblem> {
-    let mut temporary = TemporaryFile::create(path)?;
-    write(&mut temporary.file)?;
-    temporary.file.sync_all()?;
-    temporary.persist(path)
-}
-
-/// A temporary file that deletes itself unless persisted.
-#[derive(Debug)]
-struct TemporaryFile {
-    path: PathBuf,
-    file: File,
-    persisted: bool,
-}
-
-impl TemporaryFile {
-    fn create(target: &Path) -> Result<Self, WriteProblem> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let name = target.file_name().ok_or(WriteProblem::NoFileName)?;
-        let directory = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut temporary_name = std::ffi::OsString::from(".");
-        temporary_name.push(name);
-        temporary_name.push(format!(".{}.{unique}.tmp", std::process::id()));
-        let path = directory.join(temporary_name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        Ok(Self {
-            path,
-            file,
-            persisted: false,
-        })
-    }
-
-    fn persist(mut self, target: &Path) -> Result<(), WriteProblem> {
-        std::fs::rename(&self.path, target)?;
-        self.persisted = true;
-        Ok(())
-    }
-}
-
-impl Drop for TemporaryFile {
-    fn drop(&mut self) {
-        if !self.persisted {
-            // Best effort: the error that brought us here is the one worth reporting.
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
+    let name = path.file_name().ok_or(WriteProblem::NoFileName)?;
+    let directory = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    let mut temporary = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempfile_in(directory)?;
+    write(temporary.as_file_mut())?;
+    temporary.as_file().sync_all()?;
+    temporary
+        .persist(path)
+        .map_err(|e| WriteProblem::Io(e.error))?;
+    Ok(())
 }

@@ -219,3 +219,21 @@ fn decimal_quantization_picks_a_readable_step_that_fits() {
     assert_eq!(Quantization::decimal(-10.0, 60000.0).scale, 1.0);
     assert_eq!(Quantization::decimal(5.0, 5.0).scale, 0.001);
 }
+
+#[cfg(unix)]
+#[test]
+fn written_files_are_ordinary_files_not_private_temporaries() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.f32");
+    let field = terralod_core::Heightfield::from_f32(2, 2, vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+    terralod_core::io::write_f32(&path, &field).unwrap();
+    let ordinary = dir.path().join("ordinary");
+    std::fs::write(&ordinary, b"x").unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode(&path),
+        mode(&ordinary),
+        "same permissions as any file created here"
+    );
+}

@@ -248,10 +248,16 @@ fn write_atomically(
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(name);
     prefix.push(".");
-    let mut temporary = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempfile_in(directory)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        // Temporary files are private (0600) by default; the result is an ordinary user
+        // file, so ask for 0666 and let the umask decide, as any other writer would.
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temporary = builder.tempfile_in(directory)?;
     write(temporary.as_file_mut())?;
     temporary.as_file().sync_all()?;
     temporary

@@ -23,7 +23,9 @@ pub mod mesh;
 pub mod pyramid;
 pub mod query;
 
-pub use camera::{Aabb, Camera, Containment, Frustum};
+pub use camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 pub use heightfield::{GridPos, Heightfield, HeightfieldError, Samples, WorldMapping};
+pub use io::{LoadError, LoadOptions, Loaded, load};
 pub use mesh::GridMesh;
-pub use pyramid::Pyramid;
+pub use pyramid::{NodeBounds, Pyramid};
+pub use query::{RayHit, height_at, raycast};

@@ -207,3 +207,15 @@ fn boulder_survives_a_png16_round_trip_unchanged() {
         original.heightfield.samples()
     );
 }
+
+#[test]
+fn decimal_quantization_picks_a_readable_step_that_fits() {
+    use terralod_core::io::Quantization;
+    let q = Quantization::decimal(0.0, 2500.0);
+    assert_eq!((q.scale, q.offset), (0.05, 0.0));
+    let q = Quantization::decimal(1547.3, 4320.0);
+    assert_eq!(q.scale, 0.05);
+    assert!(q.offset <= 1547.3 && (4320.0 - q.offset) / q.scale <= 65535.0);
+    assert_eq!(Quantization::decimal(-10.0, 60000.0).scale, 1.0);
+    assert_eq!(Quantization::decimal(5.0, 5.0).scale, 0.001);
+}

@@ -1,3 +1,41 @@
-//! `terralod`: the command-line tool.
+//! `terralod`: the command-line tool (info, generate; mesh, render, view, bench and import
+//! arrive with their issues). One module per subcommand under `commands/`.
 
-fn main() {}
+mod commands;
+mod progress;
+mod terrain_args;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Real-time continuous level of detail for very large heightfield terrains.
+#[derive(Debug, Parser)]
+#[command(name = "terralod", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Describe a terrain: size, spacing, height range, nodata, memory.
+    Info(commands::info::InfoArgs),
+    /// Generate a procedural terrain (fBm, ridges, erosion) and write it to a file.
+    Generate(commands::generate::GenerateArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => commands::info::run(&args),
+        Command::Generate(args) => commands::generate::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One clear line: the context chain joined by ": ".
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -63,6 +63,25 @@ impl Quantization {
         }
     }
 
+    /// A quantization a person can read back: the smallest step of the 1-2-5 series
+    /// (…, 0.01, 0.02, 0.05, 0.1, …) that fits the world range `lo..=hi` into 0..=65535, with
+    /// the offset a whole multiple of the step. Used for generated terrain, where
+    /// `height = value × 0.05` beats `value × 0.0381475…`.
+    pub fn decimal(lo: f64, hi: f64) -> Quantization {
+        let fits = |step: f64| {
+            let offset = (lo / step).floor() * step;
+            ((hi - offset) / step).ceil() <= f64::from(u16::MAX)
+        };
+        let step = (-3..=12)
+            .flat_map(|exponent| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(exponent)))
+            .find(|&step| fits(step))
+            .unwrap_or_else(|| (hi - lo) / f64::from(u16::MAX));
+        Quantization {
+            scale: step,
+            offset: (lo / step).floor() * step,
+        }
+    }
+
     /// Height a written value stands for.
     pub fn height(&self, value: u16) -> f64 {
         f64::from(value) * self.scale + self.offset

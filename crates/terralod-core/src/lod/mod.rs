@@ -189,7 +189,26 @@ impl View {
         match self.tolerance {
             Tolerance::WorldError(max) => world_error <= max,
             Tolerance::Pixels(px) => {
-                self.projected_error_bound(world_error, aabb, view_angle_aware) <= px
+                if world_error <= 0.0 {
+                    return true;
+                }
+                match (&self.screen, view_angle_aware) {
+                    // The plain bound without its square root and division (hot path):
+                    // e k D / Z² <= τ  ⟺  (e k)² D² <= τ² Z⁴ for Z > near > 0.
+                    (Some(s), false) => {
+                        let centre = aabb.center() - s.eye;
+                        let extent = aabb.half_extent();
+                        let depth = s.forward.dot(centre) - s.forward.abs().dot(extent);
+                        if depth.is_nan() || depth <= s.camera.near {
+                            return false;
+                        }
+                        let ek = world_error * s.pixels_per_radian;
+                        let depth2 = depth * depth;
+                        ek * ek * (centre.abs() + extent).length_squared()
+                            <= px * px * depth2 * depth2
+                    }
+                    _ => self.projected_error_bound(world_error, aabb, view_angle_aware) <= px,
+                }
             }
         }
     }
@@ -446,7 +465,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[AlgorithmEntry {
               frustum culled, one index buffer per frame",
     crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
-    build: |_field, pyramid, options| Box::new(QuadtreeLod::new(pyramid, *options)),
+    build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
 }];
 
 /// The registered algorithm called `name`.

@@ -17,9 +17,12 @@
 //! neighbour draws there (Q4). Unstitched it is the pyramid's 3 × 3 fan `S`, within
 //! `error` of every sample ([`crate::pyramid`]). A stitched triangle `(C, a, b)` lies inside
 //! one fan triangle, where `S` is linear, and its surface differs from `S` by at most
-//! `max(|h(a) − S(a)|, |h(b) − S(b)|) ≤ error`; so what is drawn is within `2 · error` of
-//! every sample. The selection uses `2 · error`, valid whether or not the node ends up
-//! stitched (which is only known once its neighbours are selected). The true and drawn
+//! `max(|h(a) − S(a)|, |h(b) − S(b)|)`, `a` and `b` being samples on the node's edge. So
+//! what is drawn is within `error + edge_error` of every sample, `edge_error` being the
+//! largest `|h − S|` over the node's edge samples (at most `error`, often much less). The
+//! selection uses that sum, computed once per node when the algorithm is built, valid
+//! whether or not the node ends up stitched (only known once its neighbours are
+//! selected); the property tests check it with the oracles. The true and drawn
 //! points of a sample both lie in the node's box (drawn heights interpolate samples), so
 //! [`View::projected_error_bound`] of that box bounds the projected error.
 //!
@@ -40,6 +43,8 @@
 //! are never cleared; only when the 26-bit stamp wraps (every 67 million frames) is the
 //! array zeroed once, so an old stamp can never alias. Non-leaf nodes are about a third of
 //! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample.
+//! The drawn-error bounds (one `f32` per non-leaf node, built once like the pyramid) take
+//! as much again; they are static data, not state.
 //!
 //! # Padding
 //!
@@ -53,9 +58,11 @@
 use super::{
     GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
 };
-use crate::camera::{Containment, Frustum};
-use crate::heightfield::GridPos;
+use crate::camera::{Aabb, Containment, Frustum};
+use crate::heightfield::{GridPos, Heightfield, Samples};
 use crate::pyramid::Pyramid;
+use glam::Vec3;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// Bits of a state word: state, drawn-children mask, frame stamp.
@@ -87,6 +94,17 @@ struct Facing {
     offset: u32,
 }
 
+/// What the selection reads and writes per non-leaf node.
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeRecord {
+    min_y: f32,
+    max_y: f32,
+    /// Bound of the vertical error of the node as drawn (stitched or not).
+    drawn_error: f32,
+    /// State, drawn-children mask and frame stamp (see the module docs).
+    state: u32,
+}
+
 /// A node drawn this frame.
 #[derive(Clone, Copy, Debug)]
 struct DrawnNode {
@@ -108,11 +126,14 @@ pub struct QuadtreeLod<'a> {
     pyramid: &'a Pyramid,
     options: LodOptions,
     finest: usize,
+    /// Per level: nodes along x and z, and cells per node side.
+    shape: Vec<(u32, u32, u32)>,
+    /// Per non-leaf level, one record per stored node (row-major): box, drawn-error bound
+    /// and state word side by side, so a visit touches one cache line.
+    nodes: Vec<Vec<NodeRecord>>,
     /// Drawn extent in columns and rows (see the module docs).
     extent: (u32, u32),
     vertices: GridVertices,
-    /// Per non-leaf level, one word per stored node (row-major).
-    states: Vec<Vec<u32>>,
     stamp: u32,
     drawn: Vec<DrawnNode>,
     ring: Vec<u32>,
@@ -122,26 +143,31 @@ pub struct QuadtreeLod<'a> {
 }
 
 impl<'a> QuadtreeLod<'a> {
-    pub fn new(pyramid: &'a Pyramid, options: LodOptions) -> QuadtreeLod<'a> {
+    /// Builds the algorithm; `pyramid` must be the pyramid of `field`.
+    pub fn new(field: &Heightfield, pyramid: &'a Pyramid, options: LodOptions) -> QuadtreeLod<'a> {
         let finest = pyramid.levels() - 1;
-        let (leaves_x, leaves_z) = pyramid.nodes(finest);
-        let extent = (2 * leaves_x, 2 * leaves_z);
-        let states = (0..finest)
+        let shape = (0..=finest)
             .map(|level| {
                 let (nx, nz) = pyramid.nodes(level);
-                vec![0u32; nx as usize * nz as usize]
+                (nx, nz, pyramid.node_size(level))
             })
             .collect();
+        let nodes = (0..finest)
+            .map(|level| node_records(field, pyramid, level))
+            .collect();
+        let (leaves_x, leaves_z) = pyramid.nodes(finest);
+        let extent = (2 * leaves_x, 2 * leaves_z);
         QuadtreeLod {
             pyramid,
             options,
             finest,
+            shape,
+            nodes,
             extent,
             vertices: GridVertices {
                 stride: extent.0 + 1,
                 rows: extent.1 + 1,
             },
-            states,
             stamp: 0,
             drawn: Vec::new(),
             ring: Vec::new(),
@@ -156,13 +182,15 @@ impl<'a> QuadtreeLod<'a> {
         self.vertices
     }
 
+    #[inline]
     fn word_index(&self, level: usize, ix: u32, iz: u32) -> Option<usize> {
-        let (nx, nz) = self.pyramid.nodes(level);
+        let (nx, nz, _) = self.shape[level];
         (ix < nx && iz < nz).then(|| iz as usize * nx as usize + ix as usize)
     }
 
     fn set_word(&mut self, level: usize, index: usize, state: u32, children: u32) {
-        self.states[level][index] = (self.stamp << STAMP_SHIFT) | (children << CHILD_SHIFT) | state;
+        self.nodes[level][index].state =
+            (self.stamp << STAMP_SHIFT) | (children << CHILD_SHIFT) | state;
     }
 
     /// The state of a node this frame.
@@ -171,7 +199,7 @@ impl<'a> QuadtreeLod<'a> {
             let Some(i) = self.word_index(level, ix, iz) else {
                 return NodeState::Unreached;
             };
-            let word = self.states[level][i];
+            let word = self.nodes[level][i].state;
             if word >> STAMP_SHIFT != self.stamp {
                 return NodeState::Unreached;
             }
@@ -189,7 +217,7 @@ impl<'a> QuadtreeLod<'a> {
             let Some(p) = self.word_index(level - 1, ix / 2, iz / 2) else {
                 return NodeState::Unreached;
             };
-            let word = self.states[level - 1][p];
+            let word = self.nodes[level - 1][p].state;
             if word >> STAMP_SHIFT != self.stamp || word & STATE_MASK != SUBDIVIDED {
                 return NodeState::Unreached;
             }
@@ -202,12 +230,24 @@ impl<'a> QuadtreeLod<'a> {
         }
     }
 
-    /// Selection pass over one node; returns whether anything below it (or it) is drawn.
+    /// Selection pass over one stored non-leaf node; returns whether anything below it (or
+    /// it) is drawn. Leaves are drawn with their parent's tests: they have error 0, and
+    /// their parent's box is a conservative box for their culling.
     fn visit(&mut self, pass: &Pass<'_>, level: usize, ix: u32, iz: u32, inside: bool) -> bool {
-        let pyramid = self.pyramid;
         self.stats.nodes_visited += 1;
-        let mapping = pyramid.mapping();
-        let aabb = pyramid.aabb(level, ix, iz, &mapping);
+        let (nx, _, size) = self.shape[level];
+        let i = iz as usize * nx as usize + ix as usize;
+        let record = self.nodes[level][i];
+        let (x0, z0) = (ix * size, iz * size);
+        let cell = self.pyramid.mapping().cell_size;
+        let aabb = Aabb {
+            min: Vec3::new(x0 as f32 * cell, record.min_y, z0 as f32 * cell),
+            max: Vec3::new(
+                (x0 + size) as f32 * cell,
+                record.max_y,
+                (z0 + size) as f32 * cell,
+            ),
+        };
         let mut inside = inside;
         let mut outside = false;
         if let Some(frustum) = pass.frustum
@@ -219,46 +259,53 @@ impl<'a> QuadtreeLod<'a> {
                 Containment::Intersecting => {}
             }
         }
-        let leaf = level == self.finest;
         if outside && pass.view.cull() {
-            if !leaf && let Some(i) = self.word_index(level, ix, iz) {
-                self.set_word(level, i, INVISIBLE, 0);
-            }
+            self.set_word(level, i, INVISIBLE, 0);
             return false;
         }
-        let word = if leaf {
-            None
-        } else {
-            self.word_index(level, ix, iz)
-        };
-        if let Some(i) = word {
-            let size = pyramid.node_size(level);
-            let origin = pyramid.node_origin(level, ix, iz);
-            let beyond = origin.col + size > self.extent.0 || origin.row + size > self.extent.1;
-            let error = 2.0 * pyramid.node(level, ix, iz).error;
-            let refine =
-                beyond || (!outside && !pass.view.accepts(error, &aabb, pass.view_angle_aware));
-            if refine {
-                self.set_word(level, i, SUBDIVIDED, 0);
-                let mut any = false;
-                for (cx, cz) in pyramid.children(level, ix, iz) {
+        let beyond = x0 + size > self.extent.0 || z0 + size > self.extent.1;
+        let refine = beyond
+            || (!outside
+                && !pass
+                    .view
+                    .accepts(record.drawn_error, &aabb, pass.view_angle_aware));
+        if refine {
+            let (cnx, cnz, _) = self.shape[level + 1];
+            if level + 1 == self.finest {
+                // The stored leaves, all drawn.
+                let mut mask = 0;
+                for (bit, (dx, dz)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
+                    let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
+                    if cx < cnx && cz < cnz {
+                        mask |= 1 << bit;
+                        self.drawn.push(DrawnNode {
+                            level: self.finest as u32,
+                            ix: cx,
+                            iz: cz,
+                        });
+                    }
+                }
+                self.set_word(level, i, SUBDIVIDED, mask);
+                return true;
+            }
+            self.set_word(level, i, SUBDIVIDED, 0);
+            let mut any = false;
+            for (dx, dz) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
+                if cx < cnx && cz < cnz {
                     any |= self.visit(pass, level + 1, cx, cz, inside);
                 }
-                if any {
-                    return true;
-                }
-                if beyond {
-                    // Never draw padding; nothing of this node is in view anyway.
-                    self.set_word(level, i, INVISIBLE, 0);
-                    return false;
-                }
             }
-            self.set_word(level, i, DRAW, 0);
-        } else if level > 0
-            && let Some(p) = self.word_index(level - 1, ix / 2, iz / 2)
-        {
-            self.states[level - 1][p] |= (1 << ((iz & 1) * 2 + (ix & 1))) << CHILD_SHIFT;
+            if any {
+                return true;
+            }
+            if beyond {
+                // Never draw padding; nothing of this node is in view anyway.
+                self.set_word(level, i, INVISIBLE, 0);
+                return false;
+            }
         }
+        self.set_word(level, i, DRAW, 0);
         self.drawn.push(DrawnNode {
             level: level as u32,
             ix,
@@ -270,7 +317,7 @@ impl<'a> QuadtreeLod<'a> {
     /// Pushes the positions (along the shared line) of every vertex the subtree of node
     /// `(level, ix, iz)` draws on its side `facing`, after `start` and up to its far end.
     fn collect(&mut self, level: usize, ix: u32, iz: u32, facing: Facing, start: u32) {
-        let size = self.pyramid.node_size(level);
+        let size = self.shape[level].2;
         match self.state(level, ix, iz) {
             NodeState::Subdivided => {
                 let half = size / 2;
@@ -301,7 +348,7 @@ impl<'a> QuadtreeLod<'a> {
         start: u32,
     ) {
         self.edge.clear();
-        let size = self.pyramid.node_size(level);
+        let size = self.shape[level].2;
         match neighbour {
             Some((nx, nz)) if self.state(level, nx, nz) == NodeState::Subdivided => {
                 self.collect(level, nx, nz, facing, start);
@@ -315,11 +362,31 @@ impl<'a> QuadtreeLod<'a> {
     fn emit(&mut self, node: DrawnNode) {
         let level = node.level as usize;
         let (ix, iz) = (node.ix, node.iz);
-        let size = self.pyramid.node_size(level);
-        let GridPos { col: x0, row: z0 } = self.pyramid.node_origin(level, ix, iz);
+        let size = self.shape[level].2;
+        let (x0, z0) = (ix * size, iz * size);
         let (x1, z1) = (x0 + size, z0 + size);
         let v = self.vertices;
         let vertex = |col: u32, row: u32| v.index(GridPos::new(col, row));
+        if level == self.finest {
+            // A leaf's neighbours are never finer: its plain fan, no lookups.
+            let (xm, zm) = (x0 + 1, z0 + 1);
+            let c = vertex(xm, zm);
+            let ring = [
+                vertex(x0, z0),
+                vertex(x0, zm),
+                vertex(x0, z1),
+                vertex(xm, z1),
+                vertex(x1, z1),
+                vertex(x1, zm),
+                vertex(x1, z0),
+                vertex(xm, z0),
+            ];
+            for k in 0..8 {
+                self.indices
+                    .extend_from_slice(&[c, ring[k], ring[(k + 1) % 8]]);
+            }
+            return;
+        }
         self.ring.clear();
 
         // Counter-clockwise seen from above: down the left edge, right along the bottom, up
@@ -398,8 +465,10 @@ impl LodAlgorithm for QuadtreeLod<'_> {
         let started = Instant::now();
         self.stamp += 1;
         if self.stamp == STAMP_LIMIT {
-            for level in &mut self.states {
-                level.fill(0);
+            for level in &mut self.nodes {
+                for node in level {
+                    node.state = 0;
+                }
             }
             self.stamp = 1;
         }
@@ -411,7 +480,23 @@ impl LodAlgorithm for QuadtreeLod<'_> {
             frustum: view.frustum(),
             view_angle_aware: self.options.view_angle_aware,
         };
-        self.visit(&pass, 0, 0, 0, false);
+        if self.finest == 0 {
+            // A single leaf: nothing to select.
+            let culled = pass.view.cull()
+                && pass.frustum.is_some_and(|f| {
+                    let mapping = self.pyramid.mapping();
+                    f.classify(&self.pyramid.aabb(0, 0, 0, &mapping)) == Containment::Outside
+                });
+            if !culled {
+                self.drawn.push(DrawnNode {
+                    level: 0,
+                    ix: 0,
+                    iz: 0,
+                });
+            }
+        } else {
+            self.visit(&pass, 0, 0, 0, false);
+        }
         let drawn = std::mem::take(&mut self.drawn);
         for &node in &drawn {
             self.emit(node);
@@ -432,6 +517,77 @@ impl LodAlgorithm for QuadtreeLod<'_> {
     }
 
     fn state_bytes(&self) -> usize {
-        self.states.iter().map(|l| l.len() * size_of::<u32>()).sum()
+        self.nodes.iter().map(|l| l.len() * size_of::<u32>()).sum()
+    }
+}
+
+/// The records of every stored node of a non-leaf level: the pyramid's box and the
+/// drawn-error bound `error + edge_error` (see the module docs, world units, rounded
+/// upwards), state unset.
+fn node_records(field: &Heightfield, pyramid: &Pyramid, level: usize) -> Vec<NodeRecord> {
+    let (nx, nz) = pyramid.nodes(level);
+    let size = pyramid.node_size(level);
+    let half = size / 2;
+    let (lo, hi) = field.raw_range();
+    // f32 sources: the interpolation below rounds; cover it as the pyramid does.
+    let slack = match field.samples() {
+        Samples::F32(_) => f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45),
+        Samples::U16(_) | Samples::I16(_) => 0.0,
+    };
+    let scale = f64::from(field.mapping().height_scale.abs());
+    let h = |col: u32, row: u32| f64::from(field.raw_clamped(col, row));
+    // Largest |h − S| along the segment from `a` to `b` (2 · half cells, midpoint `m`),
+    // where S is linear from a to m and from m to b.
+    let edge = |a: (u32, u32), b: (u32, u32)| {
+        let (dc, dr) = ((b.0 - a.0) / size, (b.1 - a.1) / size);
+        let at = |t: u32| (a.0 + dc * t, a.1 + dr * t);
+        let (ha, hm, hb) = (h(a.0, a.1), h(at(half).0, at(half).1), h(b.0, b.1));
+        let inv = 1.0 / f64::from(half);
+        let mut worst = 0.0f64;
+        for t in 1..half {
+            let w = f64::from(t) * inv;
+            let (c, r) = at(t);
+            worst = worst.max((h(c, r) - (ha + (hm - ha) * w)).abs());
+            let (c, r) = at(size - t);
+            worst = worst.max((h(c, r) - (hb + (hm - hb) * w)).abs());
+        }
+        worst
+    };
+    let mut out = vec![NodeRecord::default(); nx as usize * nz as usize];
+    out.par_chunks_mut(nx as usize)
+        .enumerate()
+        .for_each(|(iz, row)| {
+            let z0 = iz as u32 * size;
+            for (ix, value) in row.iter_mut().enumerate() {
+                let x0 = ix as u32 * size;
+                let (x1, z1) = (x0 + size, z0 + size);
+                let raw = edge((x0, z0), (x1, z0))
+                    .max(edge((x0, z1), (x1, z1)))
+                    .max(edge((x0, z0), (x0, z1)))
+                    .max(edge((x1, z0), (x1, z1)));
+                let edge_error = if raw == 0.0 {
+                    0.0
+                } else {
+                    (raw + slack) * scale
+                };
+                let bounds = pyramid.node(level, ix as u32, iz as u32);
+                *value = NodeRecord {
+                    min_y: bounds.min_y,
+                    max_y: bounds.max_y,
+                    drawn_error: round_up(f64::from(bounds.error) + edge_error),
+                    state: 0,
+                };
+            }
+        });
+    out
+}
+
+/// The smallest `f32` at least `value` (non-negative).
+fn round_up(value: f64) -> f32 {
+    let rounded = value as f32;
+    if f64::from(rounded) < value {
+        rounded.next_up()
+    } else {
+        rounded
     }
 }

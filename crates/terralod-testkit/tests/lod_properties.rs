@@ -219,6 +219,24 @@ proptest! {
                 let mesh = first.select(&view).to_mesh(&field);
                 let report = check_mesh(&mesh, None);
                 prop_assert!(report.is_watertight(), "{} cull {}: {}", entry.name, cull, report);
+                // Within τ up to the f32 rounding of drawn heights (exact heights are
+                // checked strictly above): a vertical δ at depth z ≥ near moves at most
+                // k δ sqrt(1 + a² + b²) / near pixels, a and b the viewport's tangents.
+                let errors = measure_error(&field, &mesh, Some(&camera)).expect("valid camera");
+                let projected = errors.projected.expect("camera given");
+                prop_assert_eq!(projected.clipped, 0);
+                let (lo, hi) = field.world_range();
+                let delta = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
+                let k = f64::from(camera.viewport.1) / (2.0 * (0.5 * f64::from(camera.fov_y)).tan());
+                let (a, b) = (
+                    f64::from(camera.viewport.0) / (2.0 * k),
+                    f64::from(camera.viewport.1) / (2.0 * k),
+                );
+                let slack = k * delta * (1.0 + a * a + b * b).sqrt() / f64::from(camera.near);
+                prop_assert!(
+                    projected.max <= f64::from(tolerance) * (1.0 + 1e-4) + slack,
+                    "{}: {} > {} + {}: {}", entry.name, projected.max, tolerance, slack, errors
+                );
             }
         }
     }

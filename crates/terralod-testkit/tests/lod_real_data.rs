@@ -146,3 +146,73 @@ fn view_independent_on_real_data() {
         }
     }
 }
+
+const GCANYON: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/data/gcanyon_4097x2049_8bit.png"
+);
+
+/// The Grand Canyon set at the bench's cameras and τ = 1 px: 8 M samples, so it is slow in
+/// a debug build. Run it with
+/// `cargo test --release -p terralod-testkit --test lod_real_data -- --ignored`.
+#[test]
+#[ignore = "8 M samples: run in release with --ignored"]
+fn grand_canyon_at_one_pixel() {
+    let path = Path::new(GCANYON);
+    if !path.exists() {
+        eprintln!("SKIPPED: {GCANYON} not found");
+        return;
+    }
+    let field = load(path, &LoadOptions::default())
+        .expect("the shared data loads")
+        .heightfield
+        .with_mapping(WorldMapping {
+            cell_size: 60.0,
+            height_scale: 10.0,
+            height_offset: 0.0,
+        })
+        .expect("valid mapping");
+    let pyramid = Pyramid::build(&field);
+    let camera = |eye: Vec3, target: Vec3| {
+        Camera::new(eye, target, 60f32.to_radians(), (1920, 1080), 1.0, 1.0e6).expect("valid")
+    };
+    let cameras = [
+        camera(
+            Vec3::new(122_880.0, 40_000.0, 160_000.0),
+            Vec3::new(122_880.0, 0.0, 61_440.0),
+        ),
+        camera(
+            Vec3::new(60_000.0, 2_500.0, 61_440.0),
+            Vec3::new(160_000.0, 1_000.0, 70_000.0),
+        ),
+        camera(
+            Vec3::new(122_880.0, 20_000.0, 61_440.0),
+            Vec3::new(122_880.0, 0.0, 61_440.0),
+        ),
+    ];
+    for entry in REGISTRY {
+        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default());
+        for (i, camera) in cameras.iter().enumerate() {
+            let view = View::screen(*camera, 1.0).expect("valid view");
+            let mesh = algorithm.select(&view).to_mesh(&field);
+            check_mesh(&mesh, None).assert_ok();
+            let errors = measure_error(&field, &mesh, Some(camera)).expect("valid camera");
+            let projected = errors.projected.expect("camera given");
+            eprintln!(
+                "{} camera {i}: {} triangles, max {:.4} px, p99 {:.4} px over {} samples in view",
+                entry.name,
+                mesh.triangles.len(),
+                projected.max,
+                projected.p99,
+                projected.in_view
+            );
+            assert_eq!(projected.clipped, 0);
+            assert!(
+                projected.max <= 1.0,
+                "{} camera {i}: {}",
+                entry.name,
+                errors
+            );
+        }
+    }
+}

@@ -20,7 +20,9 @@
 //! `max(|h(a) − S(a)|, |h(b) − S(b)|)`, `a` and `b` being samples on the node's edge. So
 //! what is drawn is within `error + edge_error` of every sample, `edge_error` being the
 //! largest `|h − S|` over the node's edge samples (at most `error`, often much less). The
-//! selection uses that sum, computed once per node when the algorithm is built, valid
+//! selection uses that sum (plus the f32 rounding of drawn heights and a relative margin
+//! of 2^-16 for the f32 arithmetic of the test, for nodes that are not exact), computed
+//! once per node when the algorithm is built, valid
 //! whether or not the node ends up stitched (only known once its neighbours are
 //! selected); the property tests check it with the oracles. The true and drawn
 //! points of a sample both lie in the node's box (drawn heights interpolate samples), so
@@ -535,6 +537,11 @@ fn node_records(field: &Heightfield, pyramid: &Pyramid, level: usize) -> Vec<Nod
         Samples::U16(_) | Samples::I16(_) => 0.0,
     };
     let scale = f64::from(field.mapping().height_scale.abs());
+    // Drawn vertex heights are f32, each within half an ulp of the truth: a node that is not
+    // exact (error > 0) carries that rounding, and a relative margin for the f32 arithmetic
+    // of the screen-space test, in its bound.
+    let (world_lo, world_hi) = field.world_range();
+    let rounding = f64::from(world_lo.abs().max(world_hi.abs())) * 2f64.powi(-23);
     let h = |col: u32, row: u32| f64::from(field.raw_clamped(col, row));
     // Largest |h − S| along the segment from `a` to `b` (2 · half cells, midpoint `m`),
     // where S is linear from a to m and from m to b.
@@ -574,7 +581,14 @@ fn node_records(field: &Heightfield, pyramid: &Pyramid, level: usize) -> Vec<Nod
                 *value = NodeRecord {
                     min_y: bounds.min_y,
                     max_y: bounds.max_y,
-                    drawn_error: round_up(f64::from(bounds.error) + edge_error),
+                    drawn_error: {
+                        let exact = f64::from(bounds.error) + edge_error;
+                        if exact == 0.0 {
+                            0.0
+                        } else {
+                            round_up(exact * (1.0 + 2f64.powi(-16)) + rounding)
+                        }
+                    },
                     state: 0,
                 };
             }

@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench -p terralod-benches --bench lod`. Before the timings it prints, per
 //! algorithm and camera, the triangles at full detail, after culling only and at τ = 1, 2,
-//! 4 px, and the per-node state in bytes per sample. Skips (with a message) without the data.
+//! 4 px (and at τ = 1 with the view-angle-aware error), and the per-node state in bytes per
+//! sample. Skips (with a message) without the data.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use glam::Vec3;
@@ -99,6 +100,16 @@ fn table(field: &Heightfield, pyramid: &Pyramid) {
                     stats.select_time.as_secs_f64() * 1e3
                 );
             }
+            let aware = View::screen(camera, 1.0).expect("valid");
+            let mut angle_aware = (entry.build)(
+                field,
+                pyramid,
+                &LodOptions::default().with_view_angle_aware(true),
+            );
+            row += &format!(
+                ", τ 1 view-angle-aware: {}",
+                angle_aware.select(&aware).triangle_count()
+            );
             eprintln!("{row}");
         }
         eprintln!(

@@ -481,3 +481,141 @@ pub fn names() -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+
+    fn field(side: u32) -> Heightfield {
+        let values = (0..side * side).map(|i| (i % 7) as f32).collect();
+        Heightfield::from_f32(side, side, values).expect("valid field")
+    }
+
+    #[test]
+    fn patches_expand_to_grid_triangles() {
+        // One patch of 1 cell (two triangles, counter-clockwise seen from above), laid at
+        // two places with two steps.
+        let buffers = vec![vec![0, 2, 3, 0, 3, 1]];
+        let instances = [
+            PatchInstance {
+                origin: GridPos::new(0, 0),
+                step: 1,
+                index_buffer: 0,
+            },
+            PatchInstance {
+                origin: GridPos::new(2, 0),
+                step: 2,
+                index_buffer: 0,
+            },
+        ];
+        let selection = Selection::Patches {
+            vertices: GridVertices { stride: 5, rows: 5 },
+            patch_side: 1,
+            index_buffers: &buffers,
+            instances: &instances,
+        };
+        assert_eq!(selection.triangle_count(), 4);
+        let f = field(5);
+        let mesh = selection.to_mesh(&f);
+        assert_eq!(mesh.triangles.len(), 4);
+        assert_eq!(mesh.positions.len(), 8);
+        assert_eq!(selection.distinct_vertices(), 8);
+        let second = mesh.triangles[2].map(|i| mesh.positions[i as usize]);
+        assert_eq!(
+            second,
+            [GridPos::new(2, 0), GridPos::new(2, 2), GridPos::new(4, 2)]
+        );
+        for (pos, height) in mesh.positions.iter().zip(&mesh.heights) {
+            assert_eq!(*height, sample_height(&f, *pos));
+        }
+    }
+
+    #[test]
+    fn morphed_heights_are_drawn() {
+        let vertices = GridVertices { stride: 3, rows: 3 };
+        let indices = [0, 3, 4];
+        let morphs = [MorphedHeight {
+            vertex: 4,
+            height: 42.5,
+        }];
+        let selection = Selection::Triangles {
+            vertices,
+            indices: &indices,
+            morphs: &morphs,
+        };
+        let mesh = selection.to_mesh(&field(3));
+        let centre = mesh
+            .positions
+            .iter()
+            .position(|&p| p == GridPos::new(1, 1))
+            .expect("the morphed vertex is drawn");
+        assert_eq!(mesh.heights[centre], 42.5);
+        assert_eq!(
+            vertices.position(vertices.index(GridPos::new(2, 1))),
+            GridPos::new(2, 1)
+        );
+    }
+
+    #[test]
+    fn views_refuse_bad_tolerances_and_cameras() {
+        let camera = Camera {
+            eye: Vec3::new(0.0, 10.0, 0.0),
+            target: Vec3::new(10.0, 0.0, 10.0),
+            fov_y: 1.0,
+            viewport: (640, 480),
+            near: 1.0,
+            far: 100.0,
+        };
+        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+            assert!(matches!(
+                View::screen(camera, bad),
+                Err(ViewError::Tolerance { .. })
+            ));
+            assert!(View::world_error(bad).is_err());
+        }
+        let broken = Camera {
+            near: 0.0,
+            ..camera
+        };
+        assert!(matches!(
+            View::screen(broken, 1.0),
+            Err(ViewError::Camera(_))
+        ));
+        let view = View::world_error(2.0).expect("valid");
+        assert!(
+            !view.with_cull(true).cull(),
+            "a view-independent view never culls"
+        );
+        assert_eq!(view.tolerance(), Tolerance::WorldError(2.0));
+    }
+
+    #[test]
+    fn the_bound_refuses_boxes_at_the_near_plane_and_grows_off_axis() {
+        let camera = Camera {
+            eye: Vec3::ZERO,
+            target: Vec3::new(0.0, 0.0, -1.0),
+            fov_y: 1.0,
+            viewport: (1000, 1000),
+            near: 1.0,
+            far: 1000.0,
+        };
+        let view = View::screen(camera, 1.0).expect("valid");
+        let at =
+            |x: f32, z: f32| Aabb::new(Vec3::new(x, -0.5, z), Vec3::new(x + 1.0, 0.5, z + 1.0));
+        assert_eq!(
+            view.projected_error_bound(1.0, &at(0.0, -1.5), false),
+            f32::INFINITY
+        );
+        assert_eq!(view.projected_error_bound(0.0, &at(0.0, -1.5), false), 0.0);
+        let centre = view.projected_error_bound(1.0, &at(-0.5, -100.0), false);
+        let k = camera.pixels_per_radian();
+        assert!(centre >= k / 100.0, "at least the nominal e k / d");
+        let aside = view.projected_error_bound(1.0, &at(40.0, -100.0), false);
+        assert!(aside > centre);
+        for aware in [false, true] {
+            let bound = view.projected_error_bound(1.0, &at(40.0, -100.0), aware);
+            assert_eq!(view.accepts(1.0, &at(40.0, -100.0), aware), bound <= 1.0);
+        }
+    }
+}

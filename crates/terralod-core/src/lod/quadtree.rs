@@ -5,8 +5,9 @@
 //!
 //! From the root, in one pass: the frustum test (outside → invisible; fully inside → no
 //! more tests below), then the error test: a node is drawn when its drawn-error bound passes
-//! the view ([`View::accepts`]) or it is a leaf (3 × 3 samples, error 0), else subdivided.
-//! A subdivided node none of whose descendants is drawn (all culled: a box that touches
+//! the view ([`View::accepts`]), else subdivided. Leaves (3 × 3 samples, error 0) are not
+//! tested: a subdivided node of the last level above them draws all its stored leaves (its
+//! box is a conservative box for their culling). A subdivided node none of whose descendants is drawn (all culled: a box that touches
 //! the frustum while none of its children do) is drawn itself; nothing of it is in view,
 //! and this keeps "smaller τ never gives fewer triangles".
 //!
@@ -22,11 +23,11 @@
 //! largest `|h − S|` over the node's edge samples (at most `error`, often much less). The
 //! selection uses that sum (plus the f32 rounding of drawn heights and a relative margin
 //! of 2^-16 for the f32 arithmetic of the test, for nodes that are not exact), computed
-//! once per node when the algorithm is built, valid
-//! whether or not the node ends up stitched (only known once its neighbours are
-//! selected); the property tests check it with the oracles. The true and drawn
-//! points of a sample both lie in the node's box (drawn heights interpolate samples), so
-//! [`View::projected_error_bound`] of that box bounds the projected error.
+//! once per node when the algorithm is built, valid whether or not the node ends up
+//! stitched (only known once its neighbours are selected); the property tests check it
+//! with the oracles. The true and drawn points of a sample both lie in the node's box
+//! (drawn heights interpolate samples), so [`View::projected_error_bound`] of that box
+//! bounds the projected error.
 //!
 //! # Stitching (Q4)
 //!
@@ -45,8 +46,9 @@
 //! are never cleared; only when the 26-bit stamp wraps (every 67 million frames) is the
 //! array zeroed once, so an old stamp can never alias. Non-leaf nodes are about a third of
 //! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample.
-//! The drawn-error bounds (one `f32` per non-leaf node, built once like the pyramid) take
-//! as much again; they are static data, not state.
+//! The word sits in a 16-byte record with the node's box and drawn-error bound (static
+//! data built once, like the pyramid: 1 more byte per sample), so one visit touches one
+//! cache line.
 //!
 //! # Padding
 //!

@@ -17,16 +17,16 @@ pub struct CameraArgs {
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true)]
     pub target: Option<Vec3>,
     /// Vertical field of view in degrees.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
     pub fov_y: f32,
     /// Viewport in pixels, as WxH; screen tolerances are pixels of its height.
     #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
     pub size: (u32, u32),
     /// Near plane distance.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub near: f32,
     /// Far plane distance. Default: far enough to see the whole terrain.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub far: Option<f32>,
 }
 

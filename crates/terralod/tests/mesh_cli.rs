@@ -177,7 +177,7 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["--pixel-error", "1"], "--eye and --target"),
         (&["--max-error", "1", "--pixel-error", "1"], "not both"),
         (&[], "--pixel-error PX"),
@@ -189,6 +189,19 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
         (
             &["--pixel-error", "1", "--eye", "1,2,3", "--target", "1,2,3"],
             "no view direction",
+        ),
+        (
+            &[
+                "--pixel-error",
+                "1",
+                "--eye",
+                "1,2,3",
+                "--target",
+                "4,5,6",
+                "--near",
+                "-1",
+            ],
+            "near plane",
         ),
     ];
     for (extra, needle) in cases {

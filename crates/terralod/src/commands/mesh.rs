@@ -15,7 +15,7 @@ use terralod_core::{GridMesh, Pyramid, WorldMapping};
 pub struct MeshArgs {
     #[command(flatten)]
     pub terrain: TerrainArgs,
-    /// LOD algorithm (see `--help` of the registry: quadtree).
+    /// LOD algorithm, by its registry name (quadtree).
     #[arg(long, default_value = "quadtree")]
     pub algo: String,
     /// View-dependent: projected error at most this many pixels (needs --eye, --target).

@@ -121,7 +121,7 @@ fn view_independent_on_real_data() {
     for entry in REGISTRY {
         let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default());
         let mut previous = 0;
-        for max_error in [50.0f32, 5.0] {
+        for max_error in [80.0f32, 25.0] {
             let view = View::world_error(max_error).expect("valid view");
             let selection = algorithm.select(&view);
             let triangles = selection.triangle_count();

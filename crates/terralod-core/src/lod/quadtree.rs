@@ -45,7 +45,9 @@
 //! with another stamp is from an earlier frame and reads as "not reached", so the states
 //! are never cleared; only when the 26-bit stamp wraps (every 67 million frames) is the
 //! array zeroed once, so an old stamp can never alias. Non-leaf nodes are about a third of
-//! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample.
+//! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample (at
+//! most 0.5 when both sides have 8 samples or more; a strip a few samples wide pays up to
+//! about 0.7, as every level keeps at least one node across it).
 //! The word sits in a 16-byte record with the node's box and drawn-error bound (static
 //! data built once, like the pyramid: 1 more byte per sample), so one visit touches one
 //! cache line.
@@ -605,5 +607,99 @@ fn round_up(value: f64) -> f32 {
         rounded.next_up()
     } else {
         rounded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::camera::Camera;
+
+    fn bumpy(width: u32, height: u32) -> Heightfield {
+        let values = (0..width * height)
+            .map(|i| {
+                let (c, r) = ((i % width) as f32, (i / width) as f32);
+                (c * 0.37).sin() * 20.0 + (r * 0.21).cos() * 15.0 + ((c * r) % 7.0)
+            })
+            .collect();
+        Heightfield::from_f32(width, height, values).expect("valid field")
+    }
+
+    fn views(field: &Heightfield) -> Vec<View> {
+        let (w, d) = field.world_size();
+        let camera = |eye: Vec3, target: Vec3| {
+            Camera::new(eye, target, 1.2, (800, 600), 0.5, 1e4).expect("valid camera")
+        };
+        vec![
+            View::screen(
+                camera(Vec3::new(-5.0, 40.0, -5.0), Vec3::new(w, 0.0, d)),
+                1.0,
+            )
+            .expect("valid"),
+            View::screen(
+                camera(Vec3::new(w * 0.5, 8.0, d * 0.5), Vec3::new(0.0, 0.0, d)),
+                0.5,
+            )
+            .expect("valid"),
+            View::world_error(3.0).expect("valid"),
+        ]
+    }
+
+    fn triangles(q: &mut QuadtreeLod<'_>, view: &View) -> Vec<u32> {
+        match q.select(view) {
+            Selection::Triangles { indices, .. } => indices.to_vec(),
+            Selection::Patches { .. } => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_frame_stamp_wraps_without_aliasing() {
+        let field = bumpy(97, 70);
+        let pyramid = Pyramid::build(&field);
+        let views = views(&field);
+        let mut fresh = QuadtreeLod::new(&field, &pyramid, LodOptions::default());
+        let expected: Vec<Vec<u32>> = views.iter().map(|v| triangles(&mut fresh, v)).collect();
+        let mut old = QuadtreeLod::new(&field, &pyramid, LodOptions::default());
+        old.stamp = STAMP_LIMIT - 4;
+        for round in 0..4 {
+            for (view, want) in views.iter().zip(&expected) {
+                assert_eq!(&triangles(&mut old, view), want, "round {round}");
+            }
+        }
+        assert!(old.stamp < 16, "the stamp wrapped");
+    }
+
+    #[test]
+    fn node_state_stays_under_half_a_byte_per_sample() {
+        // (Strips under 8 samples wide pay more: a 3 x 40 strip needs 0.7 bytes.)
+        for (w, h) in [
+            (97, 70),
+            (257, 129),
+            (300, 1000),
+            (2, 2),
+            (8, 40),
+            (1000, 9),
+        ] {
+            let field = bumpy(w, h);
+            let pyramid = Pyramid::build(&field);
+            let q = QuadtreeLod::new(&field, &pyramid, LodOptions::default());
+            let per_sample = q.state_bytes() as f64 / field.len() as f64;
+            assert!(per_sample <= 0.5, "{w} x {h}: {per_sample}");
+        }
+    }
+
+    #[test]
+    fn the_drawn_area_is_the_leaves_extent() {
+        for (w, h) in [(97, 70), (40, 33), (2, 2), (5, 9)] {
+            let field = bumpy(w, h);
+            let pyramid = Pyramid::build(&field);
+            let mut q = QuadtreeLod::new(&field, &pyramid, LodOptions::default());
+            let grid = q.grid_vertices();
+            let indices = triangles(&mut q, &View::world_error(1e9).expect("valid"));
+            let max_col = indices.iter().map(|&i| grid.position(i).col).max();
+            let max_row = indices.iter().map(|&i| grid.position(i).row).max();
+            assert_eq!(max_col, Some(2 * (w - 1).div_ceil(2)), "{w} x {h}");
+            assert_eq!(max_row, Some(2 * (h - 1).div_ceil(2)), "{w} x {h}");
+        }
     }
 }

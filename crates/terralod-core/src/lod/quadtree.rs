@@ -8,8 +8,10 @@
 //! the view ([`View::accepts`]), else subdivided. Leaves (3 × 3 samples, error 0) are not
 //! tested: a subdivided node of the last level above them draws all its stored leaves (its
 //! box is a conservative box for their culling). A subdivided node none of whose descendants is drawn (all culled: a box that touches
-//! the frustum while none of its children do) is drawn itself; nothing of it is in view,
-//! and this keeps "smaller τ never gives fewer triangles".
+//! the frustum while none of its children do) is drawn itself; nothing of it is in view.
+//! A smaller τ never gives a coarser mesh where it is seen: every vertex in view stays. The
+//! triangle count is monotone in τ without culling; with culling, refining a partly
+//! visible node keeps only its visible children, which can be fewer triangles.
 //!
 //! # The drawn-error bound
 //!

@@ -18,6 +18,7 @@ pub mod camera;
 pub mod generate;
 pub mod heightfield;
 pub mod io;
+pub mod lod;
 pub mod mesh;
 pub mod pyramid;
 pub mod query;

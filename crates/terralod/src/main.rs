@@ -1,6 +1,7 @@
 //! `terralod`: the command-line tool (info, generate; mesh, render, view, bench and import
 //! arrive with their issues). One module per subcommand under `commands/`.
 
+mod camera_args;
 mod commands;
 mod progress;
 mod terrain_args;
@@ -22,6 +23,8 @@ enum Command {
     Info(commands::info::InfoArgs),
     /// Generate a procedural terrain (fBm, ridges, erosion) and write it to a file.
     Generate(commands::generate::GenerateArgs),
+    /// Select a mesh with an LOD algorithm for a camera (or a world error) and export it.
+    Mesh(commands::mesh::MeshArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => commands::info::run(&args),
         Command::Generate(args) => commands::generate::run(&args),
+        Command::Mesh(args) => commands::mesh::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -191,8 +191,17 @@ impl Camera {
     }
 
     /// The six planes of the view volume.
+    ///
+    /// The side planes come from the clip transform; the near and far planes are built from
+    /// the view axis directly, because their matrix rows (`z`, `w − z`) cancel in `f32` at
+    /// large far/near ratios (at 10^6 the far plane's normal is lost entirely).
     pub fn frustum(&self) -> Frustum {
-        Frustum::from_clip_from_world(self.clip_from_world())
+        let mut frustum = Frustum::from_clip_from_world(self.clip_from_world());
+        let forward = self.forward();
+        let ahead = forward.dot(self.eye);
+        frustum.planes[4] = forward.extend(-ahead - self.near);
+        frustum.planes[5] = (-forward).extend(ahead + self.far);
+        frustum
     }
 
     /// Pixels covered by one radian seen at the screen centre:

@@ -1,0 +1,145 @@
+//! LOD selection plus index generation (features Q2–Q5, Q7) for every registered algorithm
+//! on the 4097 × 2049 Grand Canyon data (60 m cells, 10 m per unit), 1920 × 1080, 60° fov,
+//! τ = 1 px, single-threaded, three fixed cameras; plus the article's triangle table.
+//!
+//! Run: `cargo bench -p terralod-benches --bench lod`. Before the timings it prints, per
+//! algorithm and camera, the triangles at full detail, after culling only and at τ = 1, 2,
+//! 4 px (and at τ = 1 with the view-angle-aware error), and the per-node state in bytes per
+//! sample. Skips (with a message) without the data.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use glam::Vec3;
+use std::hint::black_box;
+use terralod_core::Camera;
+use terralod_core::heightfield::{Heightfield, Samples, WorldMapping};
+use terralod_core::lod::{LodOptions, REGISTRY, View};
+use terralod_core::pyramid::Pyramid;
+
+const GCANYON: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/data/gcanyon_4097x2049_8bit.png"
+);
+
+/// Loads the 8-bit grey-as-RGB PNG (red channel), 60 m spacing, 10 m per unit.
+fn load_gcanyon() -> Option<Heightfield> {
+    let file = std::fs::File::open(GCANYON).ok()?;
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .ok()?;
+    let mut buf = vec![0; reader.output_buffer_size()?];
+    let info = reader.next_frame(&mut buf).ok()?;
+    let channels = info.color_type.samples();
+    let values: Vec<u16> = buf[..info.buffer_size()]
+        .chunks_exact(channels)
+        .map(|px| u16::from(px[0]))
+        .collect();
+    Heightfield::new(info.width, info.height, Samples::U16(values))
+        .ok()?
+        .with_mapping(WorldMapping {
+            cell_size: 60.0,
+            height_scale: 10.0,
+            height_offset: 0.0,
+        })
+        .ok()
+}
+
+/// The three cameras of the table (world metres; the data spans 245,760 × 122,880 m,
+/// heights 130–1870 m): an oblique overview, a low flight looking along the canyon, and
+/// straight down from 20 km. 1920 × 1080, 60°, near 1 m, far 1000 km.
+fn cameras() -> [(&'static str, Camera); 3] {
+    let camera = |eye: Vec3, target: Vec3| {
+        Camera::new(eye, target, 60f32.to_radians(), (1920, 1080), 1.0, 1.0e6)
+            .expect("fixed cameras are valid")
+    };
+    [
+        (
+            "overview",
+            camera(
+                Vec3::new(122_880.0, 40_000.0, 160_000.0),
+                Vec3::new(122_880.0, 0.0, 61_440.0),
+            ),
+        ),
+        (
+            "low-flight",
+            camera(
+                Vec3::new(60_000.0, 2_500.0, 61_440.0),
+                Vec3::new(160_000.0, 1_000.0, 70_000.0),
+            ),
+        ),
+        (
+            "down",
+            camera(
+                Vec3::new(122_880.0, 20_000.0, 61_440.0),
+                Vec3::new(122_880.0, 0.0, 61_440.0),
+            ),
+        ),
+    ]
+}
+
+fn table(field: &Heightfield, pyramid: &Pyramid) {
+    let samples = field.len() as f64;
+    for entry in REGISTRY {
+        let mut algorithm = (entry.build)(field, pyramid, &LodOptions::default());
+        for (name, camera) in cameras() {
+            // Full detail: every sample; after culling only: the smallest tolerance (every
+            // node refines to the leaves) with culling.
+            let full = 2 * (field.width() as u64 - 1) * (field.height() as u64 - 1);
+            let mut row = format!("{} {name}: full {full}", entry.name);
+            let finest = View::screen(camera, f32::MIN_POSITIVE).expect("valid");
+            row += &format!(
+                ", culled only {}",
+                algorithm.select(&finest).triangle_count()
+            );
+            for tau in [1.0, 2.0, 4.0] {
+                let view = View::screen(camera, tau).expect("valid");
+                let triangles = algorithm.select(&view).triangle_count();
+                let stats = algorithm.stats();
+                row += &format!(
+                    ", τ {tau}: {triangles} ({} nodes visited, {:.2} ms)",
+                    stats.nodes_visited,
+                    stats.select_time.as_secs_f64() * 1e3
+                );
+            }
+            let aware = View::screen(camera, 1.0).expect("valid");
+            let mut angle_aware = (entry.build)(
+                field,
+                pyramid,
+                &LodOptions::default().with_view_angle_aware(true),
+            );
+            row += &format!(
+                ", τ 1 view-angle-aware: {}",
+                angle_aware.select(&aware).triangle_count()
+            );
+            eprintln!("{row}");
+        }
+        eprintln!(
+            "{}: node state {} bytes, {:.3} bytes per sample",
+            entry.name,
+            algorithm.state_bytes(),
+            algorithm.state_bytes() as f64 / samples
+        );
+    }
+}
+
+fn lod_select(c: &mut Criterion) {
+    let Some(field) = load_gcanyon() else {
+        eprintln!("SKIPPED: {GCANYON} not found");
+        return;
+    };
+    let pyramid = Pyramid::build(&field);
+    table(&field, &pyramid);
+    let mut group = c.benchmark_group("lod_select_gcanyon_1080p_1px");
+    for entry in REGISTRY {
+        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default());
+        for (name, camera) in cameras() {
+            let view = View::screen(camera, 1.0).expect("valid");
+            group.bench_function(format!("{}/{name}", entry.name), |b| {
+                b.iter(|| black_box(algorithm.select(black_box(&view)).triangle_count()))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lod_select);
+criterion_main!(benches);

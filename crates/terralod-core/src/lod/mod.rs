@@ -1,0 +1,621 @@
+//! Level-of-detail selection: the interface every LOD algorithm implements, the view it
+//! selects for, the selection it returns and the registry that the CLI, the property tests
+//! and the benches iterate over.
+//!
+//! # The interface
+//!
+//! An algorithm is built once per terrain ([`AlgorithmEntry::build`]) and then asked once
+//! per frame for a [`Selection`] ([`LodAlgorithm::select`]). It owns every buffer the
+//! selection borrows and reuses them across frames, so a warmed-up frame allocates nothing;
+//! state carried across frames (frame stamps, incremental trees) lives inside it too.
+//!
+//! A selection is either explicit triangles over the static grid vertex buffer (vertex
+//! `row * stride + col`, one index buffer filled per frame: algorithms Q and A) or patches
+//! instanced over index buffers shared by every patch (algorithms C and P). Both can be
+//! expanded into a [`GridMesh`] ([`Selection::to_mesh`]) so one checker serves all.
+//! Vertex morphing plugs in through [`MorphedHeight`]: the drawn height of a vertex that is
+//! not at its sample's height.
+//!
+//! # The two modes
+//!
+//! - View-dependent ([`View::screen`]): the projected error of every sample in view stays
+//!   within a tolerance in pixels of the viewport height; nodes outside the frustum may be
+//!   culled.
+//! - View-independent ([`View::world_error`]): every sample within a vertical distance of
+//!   the mesh, full coverage, no culling (what martini and delatin produce).
+
+pub mod presets;
+pub mod quadtree;
+
+use crate::camera::{Aabb, Camera, CameraError, ErrorProjector, Frustum};
+use crate::heightfield::{GridPos, Heightfield};
+use crate::mesh::GridMesh;
+use crate::pyramid::Pyramid;
+use glam::Vec3;
+use std::collections::HashMap;
+use std::time::Duration;
+
+pub use presets::{AutoTolerance, Quality};
+pub use quadtree::QuadtreeLod;
+
+/// The error bound a selection keeps.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Tolerance {
+    /// Projected error, in pixels of the viewport height.
+    Pixels(f32),
+    /// Vertical error, in world units, everywhere (view-independent).
+    WorldError(f32),
+}
+
+/// Why a view cannot be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ViewError {
+    #[error("tolerance {value} must be finite and greater than 0")]
+    Tolerance { value: f32 },
+    #[error("invalid camera: {0}")]
+    Camera(CameraError),
+}
+
+/// Camera terms computed once per view, for the screen-space error bounds.
+#[derive(Clone, Copy, Debug)]
+struct ScreenTerms {
+    camera: Camera,
+    frustum: Frustum,
+    projector: ErrorProjector,
+    eye: Vec3,
+    forward: Vec3,
+    pixels_per_radian: f32,
+}
+
+/// What a selection is made for: a camera and a tolerance in pixels, or a world error.
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    screen: Option<ScreenTerms>,
+    tolerance: Tolerance,
+    cull: bool,
+}
+
+impl View {
+    /// A view-dependent view: projected error at most `pixels` for `camera`, with frustum
+    /// culling (switch it off with [`View::with_cull`]).
+    pub fn screen(camera: Camera, pixels: f32) -> Result<View, ViewError> {
+        camera.validate().map_err(ViewError::Camera)?;
+        check_tolerance(pixels)?;
+        Ok(View {
+            screen: Some(ScreenTerms {
+                camera,
+                frustum: camera.frustum(),
+                projector: camera.error_projector(),
+                eye: camera.eye,
+                forward: camera.forward(),
+                pixels_per_radian: camera.pixels_per_radian(),
+            }),
+            tolerance: Tolerance::Pixels(pixels),
+            cull: true,
+        })
+    }
+
+    /// A view-independent view: every sample within `max_error` world units (vertically)
+    /// of the mesh, the whole terrain covered.
+    pub fn world_error(max_error: f32) -> Result<View, ViewError> {
+        check_tolerance(max_error)?;
+        Ok(View {
+            screen: None,
+            tolerance: Tolerance::WorldError(max_error),
+            cull: false,
+        })
+    }
+
+    /// Switches frustum culling on or off (a view-independent view never culls). Without
+    /// culling, nodes outside the view are drawn but not refined for the view's sake.
+    pub fn with_cull(mut self, cull: bool) -> View {
+        self.cull = cull && self.screen.is_some();
+        self
+    }
+
+    /// The same view with another tolerance of the same kind (what the automatic τ
+    /// controller changes from frame to frame).
+    pub fn with_tolerance(mut self, value: f32) -> Result<View, ViewError> {
+        check_tolerance(value)?;
+        self.tolerance = match self.tolerance {
+            Tolerance::Pixels(_) => Tolerance::Pixels(value),
+            Tolerance::WorldError(_) => Tolerance::WorldError(value),
+        };
+        Ok(self)
+    }
+
+    pub fn camera(&self) -> Option<&Camera> {
+        self.screen.as_ref().map(|s| &s.camera)
+    }
+
+    pub fn frustum(&self) -> Option<&Frustum> {
+        self.screen.as_ref().map(|s| &s.frustum)
+    }
+
+    pub fn tolerance(&self) -> Tolerance {
+        self.tolerance
+    }
+
+    /// Whether nodes outside the frustum are skipped.
+    pub fn cull(&self) -> bool {
+        self.cull
+    }
+
+    /// The one screen-space error function every algorithm uses, so they are compared
+    /// like with like: an upper bound, in pixels, of how far apart on screen any two points
+    /// of `aabb` that differ by at most `world_error` vertically are drawn. Infinite when
+    /// the box reaches the near plane or behind the eye (such a box must be refined: a
+    /// drawn point there may not even project). 0 for a view-independent view.
+    ///
+    /// With `view_angle_aware` the bound is the error projected through the camera's
+    /// Jacobian ([`ErrorProjector::vertical_error_bound`]: article 000's error vector
+    /// projected on the up axis, made safe off the view axis); otherwise the error is taken
+    /// as pointing anywhere: for a displacement `δ` at view-space point `(x, y, z)` the
+    /// screen moves `k |(z δx − x δz, z δy − y δz)| / (z z')` pixels, at most
+    /// `k |δ| · |p| / (z z')`, so `k · e · D / Z²` bounds it over the box (`D` its farthest
+    /// distance from the eye, `Z` its smallest depth). At the screen centre this is the
+    /// classic `e · k / d` of H6; towards the corners it grows as it must.
+    pub fn projected_error_bound(
+        &self,
+        world_error: f32,
+        aabb: &Aabb,
+        view_angle_aware: bool,
+    ) -> f32 {
+        let Some(s) = &self.screen else {
+            return 0.0;
+        };
+        if world_error <= 0.0 {
+            // Nothing moves, even at the near plane.
+            return 0.0;
+        }
+        let centre = aabb.center() - s.eye;
+        let extent = aabb.half_extent();
+        let depth = s.forward.dot(centre) - s.forward.abs().dot(extent);
+        if depth.is_nan() || depth <= s.camera.near {
+            return f32::INFINITY;
+        }
+        if view_angle_aware {
+            s.projector.vertical_error_bound(world_error, aabb)
+        } else {
+            let farthest = (centre.abs() + extent).length();
+            world_error * s.pixels_per_radian * farthest / (depth * depth)
+        }
+    }
+
+    /// Whether a node with drawn error bound `world_error` and box `aabb` is fine enough
+    /// for this view.
+    pub fn accepts(&self, world_error: f32, aabb: &Aabb, view_angle_aware: bool) -> bool {
+        match self.tolerance {
+            Tolerance::WorldError(max) => world_error <= max,
+            Tolerance::Pixels(px) => {
+                if world_error <= 0.0 {
+                    return true;
+                }
+                match (&self.screen, view_angle_aware) {
+                    // The plain bound without its square root and division (hot path):
+                    // e k D / Z² <= τ  ⟺  (e k)² D² <= τ² Z⁴ for Z > near > 0.
+                    (Some(s), false) => {
+                        let centre = aabb.center() - s.eye;
+                        let extent = aabb.half_extent();
+                        let depth = s.forward.dot(centre) - s.forward.abs().dot(extent);
+                        if depth.is_nan() || depth <= s.camera.near {
+                            return false;
+                        }
+                        let ek = world_error * s.pixels_per_radian;
+                        let depth2 = depth * depth;
+                        ek * ek * (centre.abs() + extent).length_squared()
+                            <= px * px * depth2 * depth2
+                    }
+                    _ => self.projected_error_bound(world_error, aabb, view_angle_aware) <= px,
+                }
+            }
+        }
+    }
+}
+
+fn check_tolerance(value: f32) -> Result<(), ViewError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(ViewError::Tolerance { value })
+    }
+}
+
+/// Options shared by every algorithm (each reads the ones it understands).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LodOptions {
+    /// Use the view-angle-aware screen error (article 000: the error vector projected on
+    /// the camera's up axis, done as a true bound). Default off: the article's plain error.
+    pub view_angle_aware: bool,
+}
+
+impl LodOptions {
+    pub fn with_view_angle_aware(mut self, on: bool) -> Self {
+        self.view_angle_aware = on;
+        self
+    }
+}
+
+/// Per-frame statistics (feature Q7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SelectionStats {
+    pub triangles: u64,
+    /// Distinct vertices, when the algorithm counts them cheaply; otherwise
+    /// [`Selection::distinct_vertices`] computes them.
+    pub vertices: Option<u64>,
+    pub nodes_visited: u64,
+    pub nodes_drawn: u64,
+    /// Wall time of selection plus index generation.
+    #[serde(serialize_with = "serialize_ms")]
+    pub select_time: Duration,
+}
+
+fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
+}
+
+/// The static grid vertex buffer a selection indexes: vertex `row * stride + col` sits at
+/// grid position `(col, row)`, for `rows` rows. Positions beyond the data read the repeated
+/// border.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridVertices {
+    pub stride: u32,
+    pub rows: u32,
+}
+
+impl GridVertices {
+    pub fn index(&self, pos: GridPos) -> u32 {
+        pos.row * self.stride + pos.col
+    }
+
+    pub fn position(&self, index: u32) -> GridPos {
+        GridPos::new(index % self.stride, index / self.stride)
+    }
+
+    /// Number of vertices in the buffer.
+    pub fn len(&self) -> usize {
+        self.stride as usize * self.rows as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A vertex drawn at another height than its sample's (a geomorph in progress).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MorphedHeight {
+    pub vertex: u32,
+    /// World height as drawn.
+    pub height: f32,
+}
+
+/// One patch of a patch selection: the shared index buffer `index_buffer` laid over the
+/// grid from `origin`, local vertex `(i, j)` at grid position `origin + step · (i, j)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatchInstance {
+    pub origin: GridPos,
+    pub step: u32,
+    pub index_buffer: u32,
+}
+
+/// What an algorithm selected for one frame, borrowing the algorithm's own buffers.
+#[derive(Clone, Copy, Debug)]
+pub enum Selection<'a> {
+    /// Explicit triangles (three indices each, counter-clockwise seen from above) into the
+    /// static grid vertex buffer.
+    Triangles {
+        vertices: GridVertices,
+        indices: &'a [u32],
+        morphs: &'a [MorphedHeight],
+    },
+    /// Patches: every instance draws one of the shared index buffers, whose indices are
+    /// local vertices `j * (patch_side + 1) + i` of a patch of `patch_side` cells a side.
+    Patches {
+        vertices: GridVertices,
+        patch_side: u32,
+        index_buffers: &'a [Vec<u32>],
+        instances: &'a [PatchInstance],
+    },
+}
+
+impl Selection<'_> {
+    /// Number of triangles drawn.
+    pub fn triangle_count(&self) -> usize {
+        match self {
+            Selection::Triangles { indices, .. } => indices.len() / 3,
+            Selection::Patches {
+                index_buffers,
+                instances,
+                ..
+            } => instances
+                .iter()
+                .map(|p| {
+                    index_buffers
+                        .get(p.index_buffer as usize)
+                        .map_or(0, |b| b.len() / 3)
+                })
+                .sum(),
+        }
+    }
+
+    /// Calls `f` with the grid positions of every triangle, in draw order.
+    pub fn for_each_triangle(&self, mut f: impl FnMut([GridPos; 3])) {
+        match *self {
+            Selection::Triangles {
+                vertices, indices, ..
+            } => {
+                for t in indices.chunks_exact(3) {
+                    f([t[0], t[1], t[2]].map(|i| vertices.position(i)));
+                }
+            }
+            Selection::Patches {
+                patch_side,
+                index_buffers,
+                instances,
+                ..
+            } => {
+                let local_stride = patch_side + 1;
+                for p in instances {
+                    let Some(buffer) = index_buffers.get(p.index_buffer as usize) else {
+                        continue;
+                    };
+                    for t in buffer.chunks_exact(3) {
+                        f([t[0], t[1], t[2]].map(|i| {
+                            GridPos::new(
+                                p.origin.col + p.step * (i % local_stride),
+                                p.origin.row + p.step * (i / local_stride),
+                            )
+                        }));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The drawn triangles as a mesh with one vertex per grid position, heights as drawn
+    /// (the sample's, border repeated beyond the data, or the morphed height).
+    pub fn to_mesh(&self, field: &Heightfield) -> GridMesh {
+        let morphs: HashMap<GridPos, f32> = match *self {
+            Selection::Triangles {
+                vertices, morphs, ..
+            } => morphs
+                .iter()
+                .map(|m| (vertices.position(m.vertex), m.height))
+                .collect(),
+            Selection::Patches { .. } => HashMap::new(),
+        };
+        let mut mesh = GridMesh::default();
+        let mut vertex_of: HashMap<GridPos, u32> = HashMap::new();
+        self.for_each_triangle(|corners| {
+            let triangle = corners.map(|pos| {
+                *vertex_of.entry(pos).or_insert_with(|| {
+                    let height = morphs
+                        .get(&pos)
+                        .copied()
+                        .unwrap_or_else(|| sample_height(field, pos));
+                    mesh.push_vertex(pos, height)
+                })
+            });
+            mesh.triangles.push(triangle);
+        });
+        mesh
+    }
+
+    /// Number of distinct vertices the triangles use.
+    pub fn distinct_vertices(&self) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        self.for_each_triangle(|corners| seen.extend(corners));
+        seen.len()
+    }
+}
+
+/// World height of the sample at `pos` (border repeated beyond the data), computed in `f64`
+/// and rounded once, so a drawn vertex is as close to the true height as `f32` allows.
+pub fn sample_height(field: &Heightfield, pos: GridPos) -> f32 {
+    let mapping = field.mapping();
+    let raw = f64::from(field.raw_clamped(pos.col, pos.row));
+    (raw * f64::from(mapping.height_scale) + f64::from(mapping.height_offset)) as f32
+}
+
+/// A level-of-detail algorithm, built for one terrain, selecting once per frame.
+pub trait LodAlgorithm: Send {
+    /// The registry name.
+    fn name(&self) -> &'static str;
+
+    /// Selects what to draw for `view`. State carried across frames lives in `self`; the
+    /// selection borrows buffers `self` reuses, so a warmed-up call allocates nothing.
+    fn select(&mut self, view: &View) -> Selection<'_>;
+
+    /// Statistics of the last [`LodAlgorithm::select`].
+    fn stats(&self) -> &SelectionStats;
+
+    /// Bytes of per-node state kept across frames, on top of the heights and pyramid.
+    fn state_bytes(&self) -> usize;
+}
+
+/// Builds an algorithm for a terrain.
+pub type BuildFn =
+    for<'a> fn(&'a Heightfield, &'a Pyramid, &LodOptions) -> Box<dyn LodAlgorithm + 'a>;
+
+/// One registered algorithm.
+#[derive(Clone, Copy)]
+pub struct AlgorithmEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// How the algorithm avoids cracks between levels.
+    pub crack_handling: &'static str,
+    pub build: BuildFn,
+}
+
+impl std::fmt::Debug for AlgorithmEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlgorithmEntry")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every algorithm, in the order the CLI lists them. Adding an algorithm is one module and
+/// one line here; the property tests and benches pick it up.
+pub static REGISTRY: &[AlgorithmEntry] = &[AlgorithmEntry {
+    name: "quadtree",
+    summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
+              frustum culled, one index buffer per frame",
+    crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
+                     on it, at any level difference",
+    build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+}];
+
+/// The registered algorithm called `name`.
+pub fn find(name: &str) -> Option<&'static AlgorithmEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// The registered names, comma separated (for error messages and help).
+pub fn names() -> String {
+    REGISTRY
+        .iter()
+        .map(|e| e.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+
+    fn field(side: u32) -> Heightfield {
+        let values = (0..side * side).map(|i| (i % 7) as f32).collect();
+        Heightfield::from_f32(side, side, values).expect("valid field")
+    }
+
+    #[test]
+    fn patches_expand_to_grid_triangles() {
+        // One patch of 1 cell (two triangles, counter-clockwise seen from above), laid at
+        // two places with two steps.
+        let buffers = vec![vec![0, 2, 3, 0, 3, 1]];
+        let instances = [
+            PatchInstance {
+                origin: GridPos::new(0, 0),
+                step: 1,
+                index_buffer: 0,
+            },
+            PatchInstance {
+                origin: GridPos::new(2, 0),
+                step: 2,
+                index_buffer: 0,
+            },
+        ];
+        let selection = Selection::Patches {
+            vertices: GridVertices { stride: 5, rows: 5 },
+            patch_side: 1,
+            index_buffers: &buffers,
+            instances: &instances,
+        };
+        assert_eq!(selection.triangle_count(), 4);
+        let f = field(5);
+        let mesh = selection.to_mesh(&f);
+        assert_eq!(mesh.triangles.len(), 4);
+        assert_eq!(mesh.positions.len(), 8);
+        assert_eq!(selection.distinct_vertices(), 8);
+        let second = mesh.triangles[2].map(|i| mesh.positions[i as usize]);
+        assert_eq!(
+            second,
+            [GridPos::new(2, 0), GridPos::new(2, 2), GridPos::new(4, 2)]
+        );
+        for (pos, height) in mesh.positions.iter().zip(&mesh.heights) {
+            assert_eq!(*height, sample_height(&f, *pos));
+        }
+    }
+
+    #[test]
+    fn morphed_heights_are_drawn() {
+        let vertices = GridVertices { stride: 3, rows: 3 };
+        let indices = [0, 3, 4];
+        let morphs = [MorphedHeight {
+            vertex: 4,
+            height: 42.5,
+        }];
+        let selection = Selection::Triangles {
+            vertices,
+            indices: &indices,
+            morphs: &morphs,
+        };
+        let mesh = selection.to_mesh(&field(3));
+        let centre = mesh
+            .positions
+            .iter()
+            .position(|&p| p == GridPos::new(1, 1))
+            .expect("the morphed vertex is drawn");
+        assert_eq!(mesh.heights[centre], 42.5);
+        assert_eq!(
+            vertices.position(vertices.index(GridPos::new(2, 1))),
+            GridPos::new(2, 1)
+        );
+    }
+
+    #[test]
+    fn views_refuse_bad_tolerances_and_cameras() {
+        let camera = Camera {
+            eye: Vec3::new(0.0, 10.0, 0.0),
+            target: Vec3::new(10.0, 0.0, 10.0),
+            fov_y: 1.0,
+            viewport: (640, 480),
+            near: 1.0,
+            far: 100.0,
+        };
+        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+            assert!(matches!(
+                View::screen(camera, bad),
+                Err(ViewError::Tolerance { .. })
+            ));
+            assert!(View::world_error(bad).is_err());
+        }
+        let broken = Camera {
+            near: 0.0,
+            ..camera
+        };
+        assert!(matches!(
+            View::screen(broken, 1.0),
+            Err(ViewError::Camera(_))
+        ));
+        let view = View::world_error(2.0).expect("valid");
+        assert!(
+            !view.with_cull(true).cull(),
+            "a view-independent view never culls"
+        );
+        assert_eq!(view.tolerance(), Tolerance::WorldError(2.0));
+    }
+
+    #[test]
+    fn the_bound_refuses_boxes_at_the_near_plane_and_grows_off_axis() {
+        let camera = Camera {
+            eye: Vec3::ZERO,
+            target: Vec3::new(0.0, 0.0, -1.0),
+            fov_y: 1.0,
+            viewport: (1000, 1000),
+            near: 1.0,
+            far: 1000.0,
+        };
+        let view = View::screen(camera, 1.0).expect("valid");
+        let at =
+            |x: f32, z: f32| Aabb::new(Vec3::new(x, -0.5, z), Vec3::new(x + 1.0, 0.5, z + 1.0));
+        assert_eq!(
+            view.projected_error_bound(1.0, &at(0.0, -1.5), false),
+            f32::INFINITY
+        );
+        assert_eq!(view.projected_error_bound(0.0, &at(0.0, -1.5), false), 0.0);
+        let centre = view.projected_error_bound(1.0, &at(-0.5, -100.0), false);
+        let k = camera.pixels_per_radian();
+        assert!(centre >= k / 100.0, "at least the nominal e k / d");
+        let aside = view.projected_error_bound(1.0, &at(40.0, -100.0), false);
+        assert!(aside > centre);
+        for aware in [false, true] {
+            let bound = view.projected_error_bound(1.0, &at(40.0, -100.0), aware);
+            assert_eq!(view.accepts(1.0, &at(40.0, -100.0), aware), bound <= 1.0);
+        }
+    }
+}

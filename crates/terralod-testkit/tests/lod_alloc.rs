@@ -1,0 +1,109 @@
+//! No heap allocation per frame after warm-up, for every registered algorithm: a counting
+//! global allocator watches the selection of frames the algorithm has seen before.
+//!
+//! The allocator must implement `GlobalAlloc`, which is an unsafe trait: the workspace
+//! denies unsafe code, and this file alone allows it for that one forwarding impl.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use terralod_core::lod::{LodOptions, REGISTRY, View};
+use terralod_core::{Camera, Pyramid};
+use terralod_testkit::fixtures::smooth_random;
+
+thread_local! {
+    /// Allocations made by this thread while counting is on (`None`: off).
+    static COUNT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+struct Counting;
+
+// SAFETY: forwards every call unchanged to the system allocator; the counter is a
+// thread-local `Cell` without destructor, so touching it never allocates or re-enters.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+fn note() {
+    let _ = COUNT.try_with(|c| {
+        if let Some(n) = c.get() {
+            c.set(Some(n + 1));
+        }
+    });
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Allocations `f` makes on this thread.
+fn allocations(f: impl FnOnce()) -> u64 {
+    COUNT.with(|c| c.set(Some(0)));
+    f();
+    COUNT.with(|c| c.replace(None)).unwrap_or(0)
+}
+
+#[test]
+fn a_warmed_up_frame_allocates_nothing() {
+    let field = smooth_random(129, 97, 11, 200.0).expect("valid field");
+    let pyramid = Pyramid::build(&field);
+    let (w, d) = field.world_size();
+    // A camera path: orbit around the terrain at two heights, plus a view-independent frame.
+    let mut views = Vec::new();
+    for step in 0..24 {
+        let angle = step as f32 * std::f32::consts::TAU / 24.0;
+        let height = if step % 2 == 0 { 60.0 } else { 400.0 };
+        let centre = glam::Vec3::new(0.5 * w, 100.0, 0.5 * d);
+        let eye = centre + glam::Vec3::new(0.6 * w * angle.cos(), height, 0.6 * d * angle.sin());
+        let camera = Camera::new(eye, centre, 1.0, (1280, 720), 0.5, 1e5).expect("valid");
+        views.push(View::screen(camera, 1.0).expect("valid"));
+    }
+    views.push(View::world_error(2.0).expect("valid"));
+    // Not trivially empty: the test would prove nothing on empty selections.
+    for entry in REGISTRY {
+        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default());
+        let mut triangles = 0;
+        for view in &views {
+            triangles += algorithm.select(view).triangle_count();
+        }
+        assert!(triangles > 1000, "{}: {triangles}", entry.name);
+        let count = allocations(|| {
+            for _ in 0..3 {
+                for view in &views {
+                    std::hint::black_box(algorithm.select(view).triangle_count());
+                }
+            }
+        });
+        assert_eq!(
+            count, 0,
+            "{}: {count} allocations in warmed-up frames",
+            entry.name
+        );
+    }
+    // The counter works: a fresh algorithm allocates in its first frames.
+    let fresh = allocations(|| {
+        let mut algorithm = (REGISTRY[0].build)(&field, &pyramid, &LodOptions::default());
+        std::hint::black_box(algorithm.select(&views[0]).triangle_count());
+    });
+    assert!(fresh > 0);
+}

@@ -1,0 +1,106 @@
+//! Camera flags shared by every command that looks at a terrain: `--eye --target --fov-y
+//! --size --near --far`.
+
+use crate::terrain_args::parse_size;
+use anyhow::{Context, bail};
+use clap::Args;
+use glam::Vec3;
+use terralod_core::{Camera, Heightfield};
+
+/// A perspective camera (feature H5). Angles in degrees, distances in world units.
+#[derive(Debug, Args)]
+pub struct CameraArgs {
+    /// Eye position in world coordinates, as X,Y,Z (y is up).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true)]
+    pub eye: Option<Vec3>,
+    /// Point looked at, as X,Y,Z.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true)]
+    pub target: Option<Vec3>,
+    /// Vertical field of view in degrees.
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    pub fov_y: f32,
+    /// Viewport in pixels, as WxH; screen tolerances are pixels of its height.
+    #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
+    pub size: (u32, u32),
+    /// Near plane distance.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub near: f32,
+    /// Far plane distance. Default: far enough to see the whole terrain.
+    #[arg(long, allow_negative_numbers = true)]
+    pub far: Option<f32>,
+}
+
+impl CameraArgs {
+    /// Whether any camera flag that has no default was given.
+    pub fn any_given(&self) -> bool {
+        self.eye.is_some() || self.target.is_some() || self.far.is_some()
+    }
+
+    /// The camera for `field`, validated; `--eye` and `--target` are required.
+    pub fn camera(&self, field: &Heightfield) -> anyhow::Result<Camera> {
+        let (Some(eye), Some(target)) = (self.eye, self.target) else {
+            bail!("--eye and --target are both required for a view-dependent selection");
+        };
+        let far = match self.far {
+            Some(far) => far,
+            None => default_far(field, eye, self.near),
+        };
+        Camera::new(
+            eye,
+            target,
+            self.fov_y.to_radians(),
+            self.size,
+            self.near,
+            far,
+        )
+        .context("--eye/--target/--fov-y/--size/--near/--far")
+    }
+}
+
+/// A far plane beyond the farthest corner of the terrain's box seen from `eye`.
+fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
+    let (w, d) = field.world_size();
+    let (lo, hi) = field.world_range();
+    let mut farthest = 0.0f32;
+    for x in [0.0, w] {
+        for y in [lo, hi] {
+            for z in [0.0, d] {
+                farthest = farthest.max(eye.distance(Vec3::new(x, y, z)));
+            }
+        }
+    }
+    (farthest * 1.01).max(2.0 * near)
+}
+
+/// Parses `X,Y,Z` (for example `100,2500,-30.5`).
+pub fn parse_vec3(text: &str) -> Result<Vec3, String> {
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() != 3 {
+        return Err(format!("expected X,Y,Z, like 100,2500,300, got '{text}'"));
+    }
+    let mut values = [0.0f32; 3];
+    for (value, part) in values.iter_mut().zip(&parts) {
+        *value = part
+            .trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("'{part}' in '{text}' is not a finite number"))?;
+    }
+    Ok(Vec3::from(values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_vec3;
+    use glam::Vec3;
+
+    #[test]
+    fn points_parse_and_refuse_garbage() {
+        assert_eq!(parse_vec3("1,-2.5, 3"), Ok(Vec3::new(1.0, -2.5, 3.0)));
+        assert!(parse_vec3("1,2").is_err());
+        assert!(parse_vec3("1,2,3,4").is_err());
+        assert!(parse_vec3("1,nan,3").is_err());
+        assert!(parse_vec3("a,b,c").is_err());
+    }
+}

@@ -1,0 +1,233 @@
+//! End-to-end tests of `terralod mesh`: the exported files, read back and judged by the
+//! testkit's independent oracles (watertight, projected error within the bound, coverage),
+//! the JSON summary and the refusal of bad requests.
+
+use glam::Vec3;
+use std::path::Path;
+use std::process::{Command, Output};
+use terralod_core::{Camera, GridMesh, GridPos, Heightfield, WorldMapping};
+use terralod_testkit::fixtures::smooth_random;
+use terralod_testkit::{check_mesh, measure_error};
+
+const CELL: f32 = 10.0;
+
+fn terralod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(args)
+        .output()
+        .expect("the terralod binary runs")
+}
+
+/// Runs a mesh command that must succeed and returns its JSON summary (the last line).
+fn mesh_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["mesh"];
+    all.extend_from_slice(args);
+    let output = terralod(&all);
+    assert!(
+        output.status.success(),
+        "terralod {all:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    serde_json::from_str(text.lines().last().expect("a JSON line")).expect("valid JSON")
+}
+
+/// A 49 × 37 raw f32 terrain in `dir` and the field it holds (10 m cells).
+fn terrain(dir: &Path) -> (String, Heightfield) {
+    let field = smooth_random(49, 37, 5, 120.0).expect("valid field");
+    let mut bytes = Vec::new();
+    for row in 0..field.height() {
+        for col in 0..field.width() {
+            bytes.extend_from_slice(&field.raw(col, row).to_le_bytes());
+        }
+    }
+    let path = dir.join("terrain.f32");
+    std::fs::write(&path, bytes).expect("temporary directory is writable");
+    let field = field
+        .with_mapping(WorldMapping {
+            cell_size: CELL,
+            ..WorldMapping::default()
+        })
+        .expect("valid mapping");
+    (path.display().to_string(), field)
+}
+
+/// Reads an OBJ written by `terralod mesh` back into a grid mesh (x and z must be on the
+/// grid: the export is in world coordinates).
+fn read_obj(path: &Path) -> GridMesh {
+    let text = std::fs::read_to_string(path).expect("the OBJ exists");
+    let mut mesh = GridMesh::default();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        match parts.next() {
+            Some("v") => {
+                let v: Vec<f32> = parts.map(|p| p.parse().expect("a number")).collect();
+                let (col, row) = (v[0] / CELL, v[2] / CELL);
+                assert_eq!((col.fract(), row.fract()), (0.0, 0.0), "{line}");
+                mesh.push_vertex(GridPos::new(col as u32, row as u32), v[1]);
+            }
+            Some("f") => {
+                let f: Vec<u32> = parts
+                    .map(|p| p.parse::<u32>().expect("an index") - 1)
+                    .collect();
+                mesh.triangles.push([f[0], f[1], f[2]]);
+            }
+            _ => {}
+        }
+    }
+    mesh
+}
+
+#[test]
+fn view_dependent_export_is_watertight_and_within_the_bound() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let obj = dir.path().join("mesh.obj");
+    let obj_arg = obj.display().to_string();
+    let (eye, target) = ("-50,300,420", "240,60,180");
+    let json = mesh_json(&[
+        &file,
+        "--raw-size",
+        "49x37",
+        "--cell-size",
+        "10",
+        "--pixel-error",
+        "2",
+        "--eye",
+        eye,
+        "--target",
+        target,
+        "--size",
+        "640x360",
+        "--out",
+        &obj_arg,
+    ]);
+    assert_eq!(json["algorithm"], "quadtree");
+    assert_eq!(json["tolerance"]["kind"], "pixels");
+    assert_eq!(json["tolerance"]["value"], 2.0);
+    let mesh = read_obj(&obj);
+    assert_eq!(json["triangles"], mesh.triangles.len());
+    assert_eq!(json["vertices"], mesh.positions.len());
+    assert!(json["select_ms"].as_f64().is_some_and(|ms| ms >= 0.0));
+    check_mesh(&mesh, None).assert_ok();
+    let camera = Camera::new(
+        Vec3::new(-50.0, 300.0, 420.0),
+        Vec3::new(240.0, 60.0, 180.0),
+        60f32.to_radians(),
+        (640, 360),
+        1.0,
+        1.0e4,
+    )
+    .expect("valid camera");
+    let errors = measure_error(&field, &mesh, Some(&camera)).expect("valid camera");
+    let projected = errors.projected.expect("camera given");
+    assert!(projected.in_view > 0);
+    assert_eq!(projected.clipped, 0);
+    assert!(projected.max <= 2.0 + 1e-3, "{errors}");
+}
+
+#[test]
+fn view_independent_export_covers_everything() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let ply = dir.path().join("mesh.ply");
+    let obj = dir.path().join("mesh.obj");
+    for out in [&ply, &obj] {
+        let out = out.display().to_string();
+        let json = mesh_json(&[
+            &file,
+            "--raw-size",
+            "49x37",
+            "--cell-size",
+            "10",
+            "--max-error",
+            "3",
+            "--out",
+            &out,
+        ]);
+        assert_eq!(json["tolerance"]["kind"], "world_error");
+        assert_eq!(json["cull"], false);
+    }
+    let mesh = read_obj(&obj);
+    let errors = measure_error(&field, &mesh, None).expect("no camera");
+    assert_eq!(errors.uncovered, 0);
+    assert!(errors.world.max <= 3.0 + 1e-4, "{errors}");
+    check_mesh(&mesh, None).assert_ok();
+    // The PLY holds the same mesh: header counts and exact size of the binary body.
+    let bytes = std::fs::read(&ply).expect("the PLY exists");
+    let end = b"end_header\n";
+    let body = bytes
+        .windows(end.len())
+        .position(|w| w == end)
+        .expect("a PLY header")
+        + end.len();
+    let header = String::from_utf8_lossy(&bytes[..body]);
+    assert!(header.starts_with("ply\nformat binary_little_endian 1.0\n"));
+    assert!(header.contains(&format!("element vertex {}\n", mesh.positions.len())));
+    assert!(header.contains(&format!("element face {}\n", mesh.triangles.len())));
+    assert_eq!(
+        bytes.len() - body,
+        mesh.positions.len() * 12 + mesh.triangles.len() * 13
+    );
+}
+
+#[test]
+fn bad_requests_get_one_clear_line_and_write_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let out = dir.path().join("never.obj").display().to_string();
+    let base = ["mesh", &file, "--raw-size", "49x37"];
+    let cases: [(&[&str], &str); 7] = [
+        (&["--pixel-error", "1"], "--eye and --target"),
+        (&["--max-error", "1", "--pixel-error", "1"], "not both"),
+        (&[], "--pixel-error PX"),
+        (
+            &["--max-error", "1", "--algo", "nope"],
+            "unknown algorithm 'nope'",
+        ),
+        (&["--max-error", "-1"], "greater than 0"),
+        (
+            &["--pixel-error", "1", "--eye", "1,2,3", "--target", "1,2,3"],
+            "no view direction",
+        ),
+        (
+            &[
+                "--pixel-error",
+                "1",
+                "--eye",
+                "1,2,3",
+                "--target",
+                "4,5,6",
+                "--near",
+                "-1",
+            ],
+            "near plane",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", &out]);
+        let output = terralod(&args);
+        let message = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {message}");
+        let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {message}");
+        assert!(
+            message.contains(needle),
+            "'{needle}' missing from: {message}"
+        );
+        assert!(!Path::new(&out).exists());
+    }
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--max-error",
+        "1",
+        "--out",
+        "x.stl",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+}

@@ -307,3 +307,39 @@ fn real_data_reports_what_its_readme_says() {
         assert_eq!(report["cell_size"], 80.0);
     }
 }
+
+/// `println!` panics when stdout cannot be written: `info` into a full disk or a closed
+/// pipe exited with code 101 and a backtrace. A full disk is now one error line (exit 1)
+/// and a reader that stops early (`terralod info | head -1`) ends the run quietly.
+#[test]
+fn unwritable_stdout_is_an_error_not_a_panic() {
+    let run_into = |stdout: std::process::Stdio, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_terralod"))
+            .args(args)
+            .stdout(stdout)
+            .output()
+            .expect("the terralod binary runs")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("flat.r16");
+    std::fs::write(&raw, [0u8; 8]).unwrap();
+    let raw = raw.to_str().unwrap();
+    for args in [vec!["info", raw], vec!["info", "--json", raw]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = run_into(writer.into(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stderr(&output), "", "{args:?}");
+
+        match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+            Ok(full) => {
+                let output = run_into(full.into(), &args);
+                assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+                let message = stderr(&output);
+                assert_eq!(message.lines().count(), 1, "{message}");
+                assert!(message.starts_with("error: cannot write"), "{message}");
+            }
+            Err(_) => eprintln!("SKIPPED: /dev/full is absent"),
+        }
+    }
+}

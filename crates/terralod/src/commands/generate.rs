@@ -4,6 +4,7 @@ use crate::progress;
 use crate::terrain_args::parse_positive;
 use anyhow::{Context, bail};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use terralod_core::generate::{GenerateOptions, MAX_SIZE, generate_with_progress};
 use terralod_core::heightfield::MIN_SIDE;
@@ -77,14 +78,21 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<()> {
             args.size, args.cell_size
         )
     };
-    println!(
+    // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "wrote {}: {1} x {1} samples, heights {lo:.1} .. {hi:.1} m, generated in {generate_ms:.0} ms",
         args.out.display(),
         args.size,
-    );
-    println!(
-        "read it back with: terralod info {} {mapping_flags}",
-        args.out.display()
-    );
-    Ok(())
+    )
+    .and_then(|()| {
+        writeln!(
+            out,
+            "read it back with: terralod info {} {mapping_flags}",
+            args.out.display()
+        )
+    })
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
 }

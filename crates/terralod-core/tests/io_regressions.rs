@@ -249,3 +249,21 @@ fn lying_headers_under_an_unlimited_sample_count_do_not_abort() {
         "{problem:?}"
     );
 }
+
+/// The tiff crate ignores the Orientation tag, so a raster stored bottom-up (orientation
+/// 4) loaded upside down without a word. Any orientation but the default is refused now.
+#[test]
+fn tiff_orientation_other_than_top_left_is_refused() {
+    let data = f32_bytes(&[1.0, 2.0, 3.0, 4.0], false);
+    let orientation = |value| vec![(274, TagValue::Short(vec![value]))];
+    let normal = stripped_tiff(false, 2, 2, 32, 3, data.clone(), orientation(1));
+    assert!(decode_default(&normal, Format::GeoTiff).is_ok());
+    for value in [2, 4, 5, 8] {
+        let flipped = stripped_tiff(false, 2, 2, 32, 3, data.clone(), orientation(value));
+        let problem = decode_default(&flipped, Format::GeoTiff).unwrap_err();
+        assert!(
+            matches!(&problem, Problem::Unsupported { detail, .. } if detail.contains("orientation")),
+            "{value}: {problem:?}"
+        );
+    }
+}

@@ -4,7 +4,10 @@
 //! 8-bit colour, never a single elevation band. uint8 is widened to `u16` and int8 to `i16`; int32,
 //! uint32, 64-bit integers and float64 become `f32` (integers beyond ±2^24 and float64
 //! precision are rounded). The GDAL nodata tag (42113) marks holes; ModelPixelScale,
-//! ModelTiepoint / ModelTransformation and the GeoKey directory give the spacing.
+//! ModelTiepoint / ModelTransformation and the GeoKey directory give the spacing. Files whose
+//! strip or tile table does not fit the file (chunks past its end, chunks sharing bytes,
+//! uncompressed chunks shorter than their samples) and orientations other than top-left
+//! are refused before any sample is decoded.
 
 use super::{
     Format, LoadOptions, Loaded, Problem, SourceInfo, check_claimed_size, degrees_to_metres,
@@ -58,6 +61,13 @@ pub(super) fn decode<R: Read + Seek>(
     let mut decoder = decoder.with_limits(limits);
 
     let tags = read_tags(&mut decoder);
+    // The tiff crate ignores Orientation: rows stored bottom-up or transposed would load
+    // mirrored or rotated without a word.
+    if let Some(orientation) = tags.orientation.filter(|&o| o != 1) {
+        return Err(unsupported(format!(
+            "orientation {orientation} (only 1, rows top-down and columns left to right, is read)"
+        )));
+    }
     check_chunk_table(&mut decoder, file_length, width, height, sample_bytes)?;
     // The tiff crate allocates its result with `vec!`, which aborts the process when memory
     // is refused (a lying header under a raised --max-samples): ask the allocator first.
@@ -313,6 +323,7 @@ fn float_field<T: WideSample>(
 #[derive(Debug, Default)]
 struct Tags {
     compression: Option<String>,
+    orientation: Option<u16>,
     nodata: Option<f64>,
     pixel_scale: Option<Vec<f64>>,
     tiepoint: Option<Vec<f64>>,
@@ -324,6 +335,7 @@ struct Tags {
 fn read_tags<R: Read + Seek>(decoder: &mut Decoder<R>) -> Tags {
     let mut find = |tag: Tag| decoder.find_tag(tag).ok().flatten();
     Tags {
+        orientation: find(Tag::Orientation).and_then(|v| v.into_u16().ok()),
         compression: find(Tag::Compression)
             .and_then(|v| v.into_u16().ok())
             .map(compression_name),

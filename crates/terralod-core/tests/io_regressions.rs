@@ -267,3 +267,32 @@ fn tiff_orientation_other_than_top_left_is_refused() {
         );
     }
 }
+
+/// The tiff crate sizes a tag's value vector from its count, checked only against the
+/// decoding buffer limit, which grows with `--max-samples`. With the limit raised, a
+/// GeoKey directory claiming 2^55 values asked for an exbibyte and aborted the process. Tags
+/// are read under small limits now; a lying optional tag is ignored.
+#[test]
+fn lying_tag_count_under_an_unlimited_sample_count_does_not_abort() {
+    use tiff::encoder::{TiffEncoder, colortype};
+    use tiff::tags::Tag;
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut encoder = TiffEncoder::new_big(&mut out).unwrap();
+    let mut image = encoder.new_image::<colortype::Gray16>(2, 2).unwrap();
+    let keys: &[u16] = &[1, 1, 0, 1, 1024, 0, 1, 1];
+    image
+        .encoder()
+        .write_tag(Tag::GeoKeyDirectoryTag, keys)
+        .unwrap();
+    image.write_data(&[1u16, 2, 3, 4][..]).unwrap();
+    let mut bytes = out.into_inner();
+    // BigTIFF entry: tag 34735, type SHORT, then an 8-byte count.
+    let entry = bytes
+        .windows(4)
+        .position(|w| w == [0xAF, 0x87, 0x03, 0x00])
+        .expect("GeoKeyDirectory entry");
+    bytes[entry + 4..entry + 12].copy_from_slice(&(1u64 << 55).to_le_bytes());
+    let unlimited = LoadOptions::default().with_max_samples(u64::MAX);
+    let loaded = decode(&bytes, Format::GeoTiff, &unlimited).unwrap();
+    assert_eq!(raw_values(&loaded), [1.0, 2.0, 3.0, 4.0]);
+}

@@ -21,7 +21,7 @@ use tiff::{ColorType, TiffError};
 
 /// Tag values (strip and tile tables, GeoTIFF keys) may take this much memory: enough for a
 /// million chunks, small enough that a lying count costs nothing.
-const MAX_TAG_BYTES: usize = 16 << 20;
+const MAX_TAG_BYTES: usize = 64 << 20;
 
 // GeoKey ids and codes of the GeoTIFF 1.1 specification.
 const GT_MODEL_TYPE: u16 = 1024;
@@ -53,13 +53,13 @@ pub(super) fn decode<R: Read + Seek>(
         ColorType::Gray(bits @ (8 | 16 | 32 | 64)) => u64::from(bits / 8),
         _ => return Err(unsupported(format!("pixel type {colour:?}"))),
     };
-    let buffer_bytes = usize::try_from(options.max_samples.saturating_mul(8)).unwrap_or(usize::MAX);
-    let mut limits = Limits::default();
-    limits.decoding_buffer_size = buffer_bytes;
-    limits.intermediate_buffer_size = buffer_bytes;
-    limits.ifd_value_size = MAX_TAG_BYTES;
-    let mut decoder = decoder.with_limits(limits);
-
+    // Tags are read under small limits: the tiff crate sizes a tag's value vector by the
+    // decoding buffer limit, so under the image's limits a lying tag count could reserve
+    // terabytes (and abort) before a single value is read.
+    let mut tag_limits = Limits::default();
+    tag_limits.decoding_buffer_size = MAX_TAG_BYTES;
+    tag_limits.ifd_value_size = MAX_TAG_BYTES;
+    let mut decoder = decoder.with_limits(tag_limits);
     let tags = read_tags(&mut decoder);
     // The tiff crate ignores Orientation: rows stored bottom-up or transposed would load
     // mirrored or rotated without a word.
@@ -69,6 +69,12 @@ pub(super) fn decode<R: Read + Seek>(
         )));
     }
     check_chunk_table(&mut decoder, file_length, width, height, sample_bytes)?;
+    let buffer_bytes = usize::try_from(options.max_samples.saturating_mul(8)).unwrap_or(usize::MAX);
+    let mut limits = Limits::default();
+    limits.decoding_buffer_size = buffer_bytes;
+    limits.intermediate_buffer_size = buffer_bytes;
+    limits.ifd_value_size = MAX_TAG_BYTES;
+    let mut decoder = decoder.with_limits(limits);
     // The tiff crate allocates its result with `vec!`, which aborts the process when memory
     // is refused (a lying header under a raised --max-samples): ask the allocator first.
     let result_bytes = (u64::from(width) * u64::from(height)).saturating_mul(sample_bytes);

@@ -296,3 +296,28 @@ fn lying_tag_count_under_an_unlimited_sample_count_does_not_abort() {
     let loaded = decode(&bytes, Format::GeoTiff, &unlimited).unwrap();
     assert_eq!(raw_values(&loaded), [1.0, 2.0, 3.0, 4.0]);
 }
+
+/// The tiff crate inverts WhiteIsZero gray samples (65535 - v for uint16, 1 - v for
+/// float32), so such a DEM loaded with its heights upside down and no warning. It is
+/// refused now; BlackIsZero (the GDAL default) reads as before.
+#[test]
+fn tiff_white_is_zero_is_refused_not_inverted() {
+    let data = f32_bytes(&[10.0, 20.0, 30.0, 40.0], false);
+    let with = |value| {
+        let mut tiff = stripped_tiff(false, 2, 2, 32, 3, data.clone(), Vec::new());
+        // stripped_tiff writes BlackIsZero (1); patch the inline value of its entry.
+        let entry = tiff
+            .windows(8)
+            .position(|w| w == [0x06, 0x01, 0x03, 0x00, 1, 0, 0, 0])
+            .expect("PhotometricInterpretation entry");
+        tiff[entry + 8..entry + 10].copy_from_slice(&u16::to_le_bytes(value));
+        tiff
+    };
+    let black_is_zero = decode_default(&with(1), Format::GeoTiff).unwrap();
+    assert_eq!(raw_values(&black_is_zero), [10.0, 20.0, 30.0, 40.0]);
+    let problem = decode_default(&with(0), Format::GeoTiff).unwrap_err();
+    assert!(
+        matches!(&problem, Problem::Unsupported { detail, .. } if detail.contains("WhiteIsZero")),
+        "{problem:?}"
+    );
+}

@@ -6,8 +6,8 @@
 //! precision are rounded). The GDAL nodata tag (42113) marks holes; ModelPixelScale,
 //! ModelTiepoint / ModelTransformation and the GeoKey directory give the spacing. Files whose
 //! strip or tile table does not fit the file (chunks past its end, chunks sharing bytes,
-//! uncompressed chunks shorter than their samples) and orientations other than top-left
-//! are refused before any sample is decoded.
+//! uncompressed chunks shorter than their samples), orientations other than top-left and
+//! WhiteIsZero gray (which the crate inverts) are refused before any sample is decoded.
 
 use super::{
     Format, LoadOptions, Loaded, Problem, SourceInfo, check_claimed_size, degrees_to_metres,
@@ -67,6 +67,14 @@ pub(super) fn decode<R: Read + Seek>(
         return Err(unsupported(format!(
             "orientation {orientation} (only 1, rows top-down and columns left to right, is read)"
         )));
+    }
+    // For WhiteIsZero gray the tiff crate returns inverted samples (65535 - v, 1 - v):
+    // elevations would come out upside down.
+    if tags.photometric == Some(0) {
+        return Err(unsupported(
+            "photometric interpretation WhiteIsZero (the decoder would invert the heights)"
+                .to_owned(),
+        ));
     }
     check_chunk_table(&mut decoder, file_length, width, height, sample_bytes)?;
     let buffer_bytes = usize::try_from(options.max_samples.saturating_mul(8)).unwrap_or(usize::MAX);
@@ -330,6 +338,7 @@ fn float_field<T: WideSample>(
 struct Tags {
     compression: Option<String>,
     orientation: Option<u16>,
+    photometric: Option<u16>,
     nodata: Option<f64>,
     pixel_scale: Option<Vec<f64>>,
     tiepoint: Option<Vec<f64>>,
@@ -342,6 +351,7 @@ fn read_tags<R: Read + Seek>(decoder: &mut Decoder<R>) -> Tags {
     let mut find = |tag: Tag| decoder.find_tag(tag).ok().flatten();
     Tags {
         orientation: find(Tag::Orientation).and_then(|v| v.into_u16().ok()),
+        photometric: find(Tag::PhotometricInterpretation).and_then(|v| v.into_u16().ok()),
         compression: find(Tag::Compression)
             .and_then(|v| v.into_u16().ok())
             .map(compression_name),

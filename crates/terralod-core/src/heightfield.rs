@@ -153,6 +153,16 @@ pub enum HeightfieldError {
         "invalid world mapping {0:?}: cell size must be > 0, height scale non-zero, all finite"
     )]
     InvalidMapping(WorldMapping),
+    #[error(
+        "the world mapping overflows f32: heights {min} .. {max}, extent {width} x {depth}; \
+         lower the cell size, height scale or height offset"
+    )]
+    WorldOverflow {
+        min: f32,
+        max: f32,
+        width: f32,
+        depth: f32,
+    },
 }
 
 /// Checks a claimed size against a sample limit *before* anything is allocated.
@@ -254,11 +264,32 @@ impl Heightfield {
         Ok(field)
     }
 
-    /// Replaces the world mapping.
+    /// Replaces the world mapping. Fails when the mapping is invalid or would take a world
+    /// coordinate of this grid to infinity (a huge height scale on large raw values).
     pub fn with_mapping(mut self, mapping: WorldMapping) -> Result<Self, HeightfieldError> {
-        mapping.validate()?;
+        self.check_mapping(&mapping)?;
         self.mapping = mapping;
         Ok(self)
+    }
+
+    /// Checks that `mapping` is valid and keeps every world coordinate of this grid finite.
+    /// The mapping is affine, so the extreme raw values and the far corner decide.
+    pub fn check_mapping(&self, mapping: &WorldMapping) -> Result<(), HeightfieldError> {
+        mapping.validate()?;
+        let (lo, hi) = self.raw_range();
+        let (a, b) = (mapping.world_y(lo), mapping.world_y(hi));
+        let width = (self.width - 1) as f32 * mapping.cell_size;
+        let depth = (self.height - 1) as f32 * mapping.cell_size;
+        if [a, b, width, depth].iter().all(|v| v.is_finite()) {
+            Ok(())
+        } else {
+            Err(HeightfieldError::WorldOverflow {
+                min: a.min(b),
+                max: a.max(b),
+                width,
+                depth,
+            })
+        }
     }
 
     pub fn width(&self) -> u32 {

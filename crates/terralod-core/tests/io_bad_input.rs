@@ -302,7 +302,8 @@ fn load_names_the_file_in_every_error() {
             p,
             Problem::UnexpectedEnd {
                 format: Format::GeoTiff
-            } | Problem::Corrupt { .. }
+            } | Problem::Truncated { .. }
+                | Problem::Corrupt { .. }
         )
     });
 }

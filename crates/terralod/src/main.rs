@@ -7,6 +7,7 @@ mod progress;
 mod terrain_args;
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
 
 /// Real-time continuous level of detail for very large heightfield terrains.
@@ -36,10 +37,20 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that stops early (`terralod info | head -1`) is not an error.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            // One clear line: the context chain joined by ": ".
-            eprintln!("error: {error:#}");
+            // One clear line: the context chain joined by ": ". `writeln!` because
+            // `eprintln!` panics when stderr cannot be written.
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .root_cause()
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }

@@ -28,17 +28,31 @@ pub struct TerrainArgs {
     #[arg(long, value_parser = str::parse::<ByteOrder>, default_value = "little")]
     pub byte_order: ByteOrder,
     /// Largest number of samples a file may claim before it is refused unread.
-    #[arg(long, default_value_t = LoadOptions::default().max_samples)]
+    #[arg(
+        long,
+        default_value_t = LoadOptions::default().max_samples,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
     pub max_samples: u64,
     /// World distance between samples (x = col * cell_size, z = row * cell_size). Default:
     /// the file's metric spacing when it states one, else 1.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_positive)]
     pub cell_size: Option<f32>,
     /// World height per raw unit (y = raw * height_scale + height_offset).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true,
+        value_parser = parse_nonzero
+    )]
     pub height_scale: f32,
     /// World height of a raw value of 0.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        value_parser = parse_finite
+    )]
     pub height_offset: f32,
 }
 
@@ -115,9 +129,51 @@ pub fn parse_size(text: &str) -> Result<(u32, u32), String> {
     Ok((parse(w)?, parse(h)?))
 }
 
+/// Parses a finite number (`nan` and `inf` are refused as flags, exit code 2).
+pub fn parse_finite(text: &str) -> Result<f32, String> {
+    text.trim()
+        .parse::<f32>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("'{text}' is not a finite number"))
+}
+
+/// Parses a finite number greater than 0 (a cell size).
+pub fn parse_positive(text: &str) -> Result<f32, String> {
+    let value = parse_finite(text)?;
+    if value <= 0.0 {
+        return Err(format!("'{text}' is not greater than 0"));
+    }
+    Ok(value)
+}
+
+/// Parses a finite, non-zero number (a height scale: 0 would flatten every height).
+pub fn parse_nonzero(text: &str) -> Result<f32, String> {
+    let value = parse_finite(text)?;
+    if value == 0.0 {
+        return Err(format!("'{text}' must not be 0"));
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_finite, parse_nonzero, parse_positive, parse_size};
+
+    #[test]
+    fn numbers_parse_and_refuse_what_no_mapping_can_use() {
+        assert_eq!(parse_finite("-2.5"), Ok(-2.5));
+        assert_eq!(parse_positive("30"), Ok(30.0));
+        assert_eq!(parse_nonzero("-0.05"), Ok(-0.05));
+        for bad in ["nan", "inf", "-inf", "1e39", "x", ""] {
+            assert!(parse_finite(bad).is_err(), "{bad}");
+        }
+        for bad in ["0", "-1", "-0", "nan"] {
+            assert!(parse_positive(bad).is_err(), "{bad}");
+        }
+        assert!(parse_nonzero("0").is_err());
+        assert!(parse_nonzero("-0.0").is_err());
+    }
 
     #[test]
     fn sizes_parse_and_refuse_garbage() {

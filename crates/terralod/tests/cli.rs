@@ -176,9 +176,80 @@ fn bad_input_gets_one_clear_line() {
         ],
         "odd.r16",
     );
-    // A mapping that makes no sense.
+    // A mapping that overflows f32 for this file's values.
+    std::fs::write(&raw, [0u8, 0, 0, 0, 0, 0, 0xff, 0xff]).unwrap();
+    fails_naming(
+        &["info", raw.to_str().unwrap(), "--height-scale", "1e34"],
+        "odd.r16",
+    );
+}
+
+/// Exits with code 2 (a usage error, as clap reports it) and names the flag.
+fn usage_error(args: &[&str], flag: &str) {
+    let output = terralod(args);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "terralod {args:?}: {}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains(flag), "{}", stderr(&output));
+}
+
+/// Flag values no mapping or generator can use (`--cell-size nan`, `--height-scale 0`,
+/// `--max-samples 0`, `generate --size 1`) were accepted by the parser and failed later
+/// as bad input (exit 1, with a `WorldMapping { .. }` dump); they are usage errors now.
+#[test]
+fn unusable_flag_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("flat.r16");
     std::fs::write(&raw, [0u8; 8]).unwrap();
-    fails_naming(&["info", raw.to_str().unwrap(), "--cell-size", "0"], "cell");
+    let raw = raw.to_str().unwrap();
+    for (flag, value) in [
+        ("--cell-size", "0"),
+        ("--cell-size", "-1"),
+        ("--cell-size", "nan"),
+        ("--cell-size", "inf"),
+        ("--height-scale", "0"),
+        ("--height-scale", "inf"),
+        ("--height-scale", "1e39"),
+        ("--height-offset", "nan"),
+        ("--max-samples", "0"),
+    ] {
+        usage_error(&["info", raw, flag, value], flag);
+    }
+    let png = dir.path().join("t.png");
+    let png = png.to_str().unwrap();
+    for (flag, value) in [
+        ("--size", "0"),
+        ("--size", "1"),
+        ("--size", "70000"),
+        ("--cell-size", "0"),
+        ("--cell-size", "nan"),
+    ] {
+        usage_error(&["generate", flag, value, "--out", png], flag);
+    }
+    assert!(!Path::new(png).exists());
+    // Negative numbers are values, not flags.
+    let report = info_json(&[raw, "--height-scale", "-2", "--height-offset", "-5"]);
+    assert_eq!(report["world_min"], -5.0);
+}
+
+/// `--height-scale 1e38` on a 16-bit file (or a large cell size) used to succeed, and
+/// `info --json` printed `null` for infinite world heights.
+#[test]
+fn world_heights_that_overflow_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("tall.r16");
+    let mut samples = vec![0u8; 16];
+    samples.extend(10_000u16.to_le_bytes()); // 3 x 3 samples, the last one 10000
+    std::fs::write(&raw, samples).unwrap();
+    let raw = raw.to_str().unwrap();
+    let message = fails_naming(&["info", raw, "--height-scale", "1e38"], "tall.r16");
+    assert!(message.contains("overflows"), "{message}");
+    fails_naming(&["info", raw, "--cell-size", "3e38"], "tall.r16");
+    let report = info_json(&[raw, "--height-scale", "1e34"]);
+    assert_eq!(report["world_max"].as_f64().map(|v| v as f32), Some(1e38));
 }
 
 #[test]
@@ -192,7 +263,7 @@ fn generate_refuses_bad_requests_and_writes_nothing() {
     assert!(!txt.exists());
     let png = dir.path().join("t.png");
     let output = terralod(&["generate", "--size", "1", "--out", png.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(!png.exists());
     let nowhere = dir.path().join("no/such/dir/t.png");
     fails_naming(
@@ -234,5 +305,41 @@ fn real_data_reports_what_its_readme_says() {
         assert_eq!(report["stored_sample_type"], "u16");
         assert!((report["world_max"].as_f64().unwrap() - 4320.0).abs() < 0.01);
         assert_eq!(report["cell_size"], 80.0);
+    }
+}
+
+/// `println!` panics when stdout cannot be written: `info` into a full disk or a closed
+/// pipe exited with code 101 and a backtrace. A full disk is now one error line (exit 1)
+/// and a reader that stops early (`terralod info | head -1`) ends the run quietly.
+#[test]
+fn unwritable_stdout_is_an_error_not_a_panic() {
+    let run_into = |stdout: std::process::Stdio, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_terralod"))
+            .args(args)
+            .stdout(stdout)
+            .output()
+            .expect("the terralod binary runs")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("flat.r16");
+    std::fs::write(&raw, [0u8; 8]).unwrap();
+    let raw = raw.to_str().unwrap();
+    for args in [vec!["info", raw], vec!["info", "--json", raw]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = run_into(writer.into(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stderr(&output), "", "{args:?}");
+
+        match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+            Ok(full) => {
+                let output = run_into(full.into(), &args);
+                assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+                let message = stderr(&output);
+                assert_eq!(message.lines().count(), 1, "{message}");
+                assert!(message.starts_with("error: cannot write"), "{message}");
+            }
+            Err(_) => eprintln!("SKIPPED: /dev/full is absent"),
+        }
     }
 }

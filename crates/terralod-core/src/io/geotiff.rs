@@ -4,21 +4,24 @@
 //! 8-bit colour, never a single elevation band. uint8 is widened to `u16` and int8 to `i16`; int32,
 //! uint32, 64-bit integers and float64 become `f32` (integers beyond ±2^24 and float64
 //! precision are rounded). The GDAL nodata tag (42113) marks holes; ModelPixelScale,
-//! ModelTiepoint / ModelTransformation and the GeoKey directory give the spacing.
+//! ModelTiepoint / ModelTransformation and the GeoKey directory give the spacing. Files whose
+//! strip or tile table does not fit the file (chunks past its end, chunks sharing bytes,
+//! uncompressed chunks shorter than their samples), orientations other than top-left and
+//! WhiteIsZero gray (which the crate inverts) are refused before any sample is decoded.
 
 use super::{
     Format, LoadOptions, Loaded, Problem, SourceInfo, check_claimed_size, degrees_to_metres,
-    field_from_f32, field_with_holes, finish, looks_geographic,
+    field_from_f32, field_with_holes, finish, looks_geographic, reserve_samples,
 };
 use crate::heightfield::Samples;
 use std::io::{Read, Seek};
-use tiff::decoder::{Decoder, DecodingResult, Limits};
+use tiff::decoder::{ChunkType, Decoder, DecodingResult, Limits};
 use tiff::tags::Tag;
 use tiff::{ColorType, TiffError};
 
 /// Tag values (strip and tile tables, GeoTIFF keys) may take this much memory: enough for a
 /// million chunks, small enough that a lying count costs nothing.
-const MAX_TAG_BYTES: usize = 16 << 20;
+const MAX_TAG_BYTES: usize = 64 << 20;
 
 // GeoKey ids and codes of the GeoTIFF 1.1 specification.
 const GT_MODEL_TYPE: u16 = 1024;
@@ -31,7 +34,11 @@ const MODEL_PROJECTED: u16 = 1;
 const MODEL_GEOGRAPHIC: u16 = 2;
 const USER_DEFINED: u16 = 32767;
 
-pub(super) fn decode<R: Read + Seek>(reader: R, options: &LoadOptions) -> Result<Loaded, Problem> {
+pub(super) fn decode<R: Read + Seek>(
+    reader: R,
+    file_length: u64,
+    options: &LoadOptions,
+) -> Result<Loaded, Problem> {
     let mut decoder = Decoder::new(reader).map_err(tiff_problem)?;
     let (width, height) = decoder.dimensions().map_err(tiff_problem)?;
     let (width, height) = check_claimed_size(u64::from(width), u64::from(height), options)?;
@@ -42,17 +49,48 @@ pub(super) fn decode<R: Read + Seek>(reader: R, options: &LoadOptions) -> Result
             colour.num_samples()
         )));
     }
-    if !matches!(colour, ColorType::Gray(8 | 16 | 32 | 64)) {
-        return Err(unsupported(format!("pixel type {colour:?}")));
+    let sample_bytes = match colour {
+        ColorType::Gray(bits @ (8 | 16 | 32 | 64)) => u64::from(bits / 8),
+        _ => return Err(unsupported(format!("pixel type {colour:?}"))),
+    };
+    // Tags are read under small limits: the tiff crate sizes a tag's value vector by the
+    // decoding buffer limit, so under the image's limits a lying tag count could reserve
+    // terabytes (and abort) before a single value is read.
+    let mut tag_limits = Limits::default();
+    tag_limits.decoding_buffer_size = MAX_TAG_BYTES;
+    tag_limits.ifd_value_size = MAX_TAG_BYTES;
+    let mut decoder = decoder.with_limits(tag_limits);
+    let tags = read_tags(&mut decoder);
+    // The tiff crate ignores Orientation: rows stored bottom-up or transposed would load
+    // mirrored or rotated without a word.
+    if let Some(orientation) = tags.orientation.filter(|&o| o != 1) {
+        return Err(unsupported(format!(
+            "orientation {orientation} (only 1, rows top-down and columns left to right, is read)"
+        )));
     }
+    // For WhiteIsZero gray the tiff crate returns inverted samples (65535 - v, 1 - v):
+    // elevations would come out upside down.
+    if tags.photometric == Some(0) {
+        return Err(unsupported(
+            "photometric interpretation WhiteIsZero (the decoder would invert the heights)"
+                .to_owned(),
+        ));
+    }
+    check_chunk_table(&mut decoder, file_length, width, height, sample_bytes)?;
     let buffer_bytes = usize::try_from(options.max_samples.saturating_mul(8)).unwrap_or(usize::MAX);
     let mut limits = Limits::default();
     limits.decoding_buffer_size = buffer_bytes;
     limits.intermediate_buffer_size = buffer_bytes;
     limits.ifd_value_size = MAX_TAG_BYTES;
     let mut decoder = decoder.with_limits(limits);
-
-    let tags = read_tags(&mut decoder);
+    // The tiff crate allocates its result with `vec!`, which aborts the process when memory
+    // is refused (a lying header under a raised --max-samples): ask the allocator first.
+    let result_bytes = (u64::from(width) * u64::from(height)).saturating_mul(sample_bytes);
+    drop(reserve_samples::<u8>(
+        usize::try_from(result_bytes).unwrap_or(usize::MAX),
+        width,
+        height,
+    )?);
     let data = decoder.read_image().map_err(|error| match error {
         TiffError::UnsupportedError(detail) => unsupported(format!(
             "{detail} (compression {})",
@@ -105,6 +143,92 @@ pub(super) fn decode<R: Read + Seek>(reader: R, options: &LoadOptions) -> Result
     source.spacing_note = Some(georeference.note);
     source.crs = georeference.crs;
     finish(field, source)
+}
+
+/// Checks the strip or tile table against the file before any sample buffer exists: every
+/// chunk lies inside the file, no two chunks share bytes (shared chunks let a tiny file
+/// decode to gigabytes) and an uncompressed chunk holds all its samples (the tiff
+/// crate reads past a short byte count).
+fn check_chunk_table<R: Read + Seek>(
+    decoder: &mut Decoder<R>,
+    file_length: u64,
+    width: u32,
+    height: u32,
+    sample_bytes: u64,
+) -> Result<(), Problem> {
+    let tiled = decoder.get_chunk_type() == ChunkType::Tile;
+    let (kind, offsets_tag, counts_tag) = if tiled {
+        ("tile", Tag::TileOffsets, Tag::TileByteCounts)
+    } else {
+        ("strip", Tag::StripOffsets, Tag::StripByteCounts)
+    };
+    let mut unsigned = |tag: Tag| -> Result<Option<Vec<u64>>, Problem> {
+        decoder
+            .find_tag(tag)
+            .map_err(tiff_problem)?
+            .map(|value| value.into_u64_vec().map_err(tiff_problem))
+            .transpose()
+    };
+    let (Some(offsets), Some(counts)) = (unsigned(offsets_tag)?, unsigned(counts_tag)?) else {
+        // A missing table is reported by the decoder itself.
+        return Ok(());
+    };
+    let first = |values: Option<Vec<u64>>| values.and_then(|v| v.first().copied());
+    let compression = first(unsigned(Tag::Compression)?).unwrap_or(1);
+    let (width, height) = (u64::from(width), u64::from(height));
+    // Tiles always hold a full tile; strips hold `rows_per_strip` rows, the last one fewer.
+    let tile_samples = if tiled {
+        let tile_width = first(unsigned(Tag::TileWidth)?).unwrap_or(0);
+        let tile_length = first(unsigned(Tag::TileLength)?).unwrap_or(0);
+        Some(tile_width.saturating_mul(tile_length))
+    } else {
+        None
+    };
+    let rows_per_strip = first(unsigned(Tag::RowsPerStrip)?)
+        .unwrap_or(height)
+        .clamp(1, height);
+    let needed_bytes = |index: u64| {
+        let samples = tile_samples.unwrap_or_else(|| {
+            let rows = height
+                .saturating_sub(index.saturating_mul(rows_per_strip))
+                .min(rows_per_strip);
+            rows * width
+        });
+        samples.saturating_mul(sample_bytes)
+    };
+    let mut ranges = Vec::with_capacity(offsets.len());
+    for (index, (&offset, &count)) in offsets.iter().zip(&counts).enumerate() {
+        let end = offset.saturating_add(count);
+        if end > file_length {
+            return Err(Problem::Truncated {
+                expected: end,
+                actual: file_length,
+            });
+        }
+        let needed = needed_bytes(index as u64);
+        if compression == 1 && count < needed {
+            return Err(Problem::Corrupt {
+                format: Format::GeoTiff,
+                detail: format!(
+                    "uncompressed {kind} {index} holds {count} bytes, its samples need {needed}"
+                ),
+            });
+        }
+        if count > 0 {
+            ranges.push((offset, end, index));
+        }
+    }
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        let ((_, end, first), (start, _, second)) = (pair[0], pair[1]);
+        if start < end {
+            return Err(Problem::Corrupt {
+                format: Format::GeoTiff,
+                detail: format!("{kind}s {first} and {second} share bytes of the file"),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn unsupported(detail: String) -> Problem {
@@ -181,24 +305,30 @@ macro_rules! wide_sample {
 wide_sample!(u32, i32, u64, i64, f64);
 
 /// Converts to `f32`; nodata is compared in the source type's precision (as f64) so a value
-/// like int32 −2147483647 is not confused with its rounded neighbours.
+/// like int32 −2147483647 is not confused with its rounded neighbours. A finite float64
+/// beyond the `f32` range is an error that names it, not an infinity.
 fn float_field<T: WideSample>(
     width: u32,
     height: u32,
     values: &[T],
     nodata: Option<f64>,
 ) -> Result<crate::Heightfield, Problem> {
-    let converted = values
-        .iter()
-        .map(|&v| {
-            let v = v.to_f64();
-            if nodata.is_some_and(|n| v == n) {
-                f32::NAN
-            } else {
-                v as f32
-            }
-        })
-        .collect();
+    let mut converted = Vec::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        let v = v.to_f64();
+        let narrow = v as f32;
+        if nodata.is_some_and(|n| v == n) {
+            converted.push(f32::NAN);
+        } else if v.is_finite() && !narrow.is_finite() {
+            return Err(Problem::OutOfRange {
+                col: (i % width as usize) as u32,
+                row: (i / width as usize) as u32,
+                value: v,
+            });
+        } else {
+            converted.push(narrow);
+        }
+    }
     field_from_f32(width, height, converted, None)
 }
 
@@ -207,6 +337,8 @@ fn float_field<T: WideSample>(
 #[derive(Debug, Default)]
 struct Tags {
     compression: Option<String>,
+    orientation: Option<u16>,
+    photometric: Option<u16>,
     nodata: Option<f64>,
     pixel_scale: Option<Vec<f64>>,
     tiepoint: Option<Vec<f64>>,
@@ -218,6 +350,8 @@ struct Tags {
 fn read_tags<R: Read + Seek>(decoder: &mut Decoder<R>) -> Tags {
     let mut find = |tag: Tag| decoder.find_tag(tag).ok().flatten();
     Tags {
+        orientation: find(Tag::Orientation).and_then(|v| v.into_u16().ok()),
+        photometric: find(Tag::PhotometricInterpretation).and_then(|v| v.into_u16().ok()),
         compression: find(Tag::Compression)
             .and_then(|v| v.into_u16().ok())
             .map(compression_name),

@@ -322,6 +322,8 @@ pub enum Problem {
     NotFound,
     #[error("is a directory, not an elevation file")]
     IsDirectory,
+    #[error("is not a regular file (a pipe, device or socket); copy the data to a file first")]
+    NotAFile,
     #[error("file is empty")]
     Empty,
     #[error(
@@ -333,6 +335,8 @@ pub enum Problem {
     Truncated { expected: u64, actual: u64 },
     #[error("{actual} bytes where {expected} were expected: trailing data or a wrong --raw-size")]
     TrailingBytes { expected: u64, actual: u64 },
+    #[error("not enough memory for {width} x {height} samples")]
+    OutOfMemory { width: u64, height: u64 },
     #[error("{format} data end early: the file is truncated")]
     UnexpectedEnd { format: Format },
     #[error(
@@ -369,6 +373,8 @@ pub enum Problem {
         "sample at column {col}, row {row} is {value}: NaN marks nodata, infinities are errors"
     )]
     Infinite { col: u32, row: u32, value: f32 },
+    #[error("sample at column {col}, row {row} is {value:e}, beyond the range of f32")]
+    OutOfRange { col: u32, row: u32, value: f64 },
     #[error("ASCII grid header, line {line}: {detail}")]
     AsciiHeader { line: usize, detail: String },
     #[error("ASCII grid value {token:?} at column {col}, row {row} is not a number")]
@@ -429,6 +435,11 @@ fn load_file(path: &Path, options: &LoadOptions) -> Result<Loaded, Problem> {
     if metadata.is_dir() {
         return Err(Problem::IsDirectory);
     }
+    // Opening a FIFO blocks until a writer comes, and a device such as /dev/zero never ends:
+    // only regular files have a length to check claimed sizes against.
+    if !metadata.is_file() {
+        return Err(Problem::NotAFile);
+    }
     let file = File::open(path)?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let head = reader.fill_buf()?;
@@ -478,7 +489,7 @@ fn decode_reader<R: BufRead + Seek>(
     }
     match format {
         Format::Png => png::decode(reader, options),
-        Format::GeoTiff => geotiff::decode(reader, options),
+        Format::GeoTiff => geotiff::decode(reader, length, options),
         Format::Raw16 | Format::RawF32 => raw::decode(reader, length, format, options),
         Format::Hgt => hgt::decode(reader, length, options, hints),
         Format::AsciiGrid => {
@@ -549,40 +560,46 @@ fn field_with_holes(
     Ok(field)
 }
 
-/// Sets the cell size to the mean metric spacing when there is a usable one.
-fn apply_spacing(
-    field: Heightfield,
-    spacing_m: Option<(f64, f64)>,
-) -> Result<Heightfield, Problem> {
-    let Some((east_west, north_south)) = spacing_m else {
-        return Ok(field);
-    };
-    let mapping = WorldMapping {
-        cell_size: ((east_west + north_south) / 2.0) as f32,
-        ..WorldMapping::default()
-    };
-    Ok(field.with_mapping(mapping)?)
-}
-
-/// Finished result of a decoder: applies the spacing (dropping an unusable one with a note).
-fn finish(field: Heightfield, mut source: SourceInfo) -> Result<Loaded, Problem> {
-    if let Some((a, b)) = source.spacing_m
-        && !(a.is_finite()
+/// Finished result of a decoder: sets the cell size to the mean metric spacing, or drops a
+/// spacing that is not usable (not positive, 0 or infinite as `f32`, or a world extent
+/// beyond `f32`) with a note, so `--cell-size` can still override it.
+fn finish(mut heightfield: Heightfield, mut source: SourceInfo) -> Result<Loaded, Problem> {
+    if let Some((a, b)) = source.spacing_m {
+        let mapping = WorldMapping {
+            cell_size: ((a + b) / 2.0) as f32,
+            ..WorldMapping::default()
+        };
+        let usable = a.is_finite()
             && b.is_finite()
             && a > 0.0
             && b > 0.0
-            && (a + b) / 2.0 < f64::from(f32::MAX))
-    {
-        source.spacing_m = None;
-        source.spacing_note = Some(format!(
-            "the file's spacing ({a}, {b}) is not usable; cell size left at 1"
-        ));
+            && heightfield.check_mapping(&mapping).is_ok();
+        if usable {
+            heightfield = heightfield.with_mapping(mapping)?;
+        } else {
+            source.spacing_m = None;
+            source.spacing_note = Some(format!(
+                "the file's spacing ({a}, {b}) is not usable; cell size left at 1"
+            ));
+        }
     }
-    let heightfield = apply_spacing(field, source.spacing_m)?;
     Ok(Loaded {
         heightfield,
         source,
     })
+}
+
+/// An empty vector with room for `count` samples, or an error when the allocator refuses:
+/// with a raised `--max-samples`, a lying header must not abort the process.
+fn reserve_samples<T>(count: usize, width: u32, height: u32) -> Result<Vec<T>, Problem> {
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(count)
+        .map_err(|_| Problem::OutOfMemory {
+            width: u64::from(width),
+            height: u64::from(height),
+        })?;
+    Ok(values)
 }
 
 /// Metric spacing (east-west, north-south) of a grid in degrees, at its centre latitude.

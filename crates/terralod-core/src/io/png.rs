@@ -5,7 +5,7 @@
 
 use super::{
     Format, LoadOptions, Loaded, Problem, RgbEncoding, SourceInfo, check_claimed_size,
-    field_with_holes, finish,
+    field_with_holes, finish, reserve_samples,
 };
 use crate::heightfield::Samples;
 use ::png::{BitDepth, ColorType, Decoder, DecodingError, Limits, Transformations};
@@ -74,8 +74,10 @@ pub(super) fn decode<R: BufRead + Seek>(
     };
     let count = width as usize * height as usize;
     let mut output = match packing {
-        Packing::Gray => Output::Gray(Vec::with_capacity(count)),
-        Packing::Colour(encoding) => Output::Colour(Vec::with_capacity(count), encoding),
+        Packing::Gray => Output::Gray(reserve_samples(count, width, height)?),
+        Packing::Colour(encoding) => {
+            Output::Colour(reserve_samples(count, width, height)?, encoding)
+        }
     };
     let mut holes: Option<Vec<bool>> = None;
 
@@ -85,6 +87,9 @@ pub(super) fn decode<R: BufRead + Seek>(
             height: u64::from(height),
             limit: options.max_samples,
         })?;
+        // Ask first (a refusal is an error, not an abort), then take zeroed pages that cost
+        // no memory until the decoder writes them.
+        drop(reserve_samples::<u8>(size, width, height)?);
         let mut buffer = vec![0u8; size];
         let frame = reader.next_frame(&mut buffer).map_err(png_problem)?;
         for (row, line) in buffer

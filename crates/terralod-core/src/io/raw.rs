@@ -24,7 +24,9 @@ pub(super) fn decode<R: Read>(
     };
     let (width, height) = check_claimed_size(width, height, options)?;
     let count = u64::from(width) * u64::from(height);
-    let expected = count * u64::from(sample_bytes);
+    // With a raised --max-samples the byte count of a huge --raw-size can overflow; no
+    // file is that long, so it reads as truncated.
+    let expected = count.saturating_mul(u64::from(sample_bytes));
     if length < expected {
         return Err(Problem::Truncated {
             expected,

@@ -1,22 +1,34 @@
 //! `terralod generate`: write a procedural terrain to a 16-bit PNG or a raw f32 file.
 
 use crate::progress;
+use crate::terrain_args::parse_positive;
 use anyhow::{Context, bail};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
-use terralod_core::generate::{GenerateOptions, generate_with_progress};
+use terralod_core::generate::{GenerateOptions, MAX_SIZE, generate_with_progress};
+use terralod_core::heightfield::MIN_SIDE;
 use terralod_core::io::{self, Quantization};
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
-    /// Samples per side (the terrain is size x size).
-    #[arg(long, default_value_t = GenerateOptions::default().size)]
+    /// Samples per side (the terrain is size x size), 2 to 16385.
+    #[arg(
+        long,
+        default_value_t = GenerateOptions::default().size,
+        value_parser = clap::value_parser!(u32).range(i64::from(MIN_SIDE)..=i64::from(MAX_SIZE))
+    )]
     pub size: u32,
     /// Seed: the same seed gives the same terrain on every platform.
     #[arg(long, default_value_t = GenerateOptions::default().seed)]
     pub seed: u64,
     /// World distance between samples, in metres.
-    #[arg(long, default_value_t = GenerateOptions::default().cell_size)]
+    #[arg(
+        long,
+        default_value_t = GenerateOptions::default().cell_size,
+        allow_negative_numbers = true,
+        value_parser = parse_positive
+    )]
     pub cell_size: f32,
     /// Output file: .png (16-bit grayscale) or .f32/.r32 (raw little-endian f32 metres).
     #[arg(long)]
@@ -66,14 +78,21 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<()> {
             args.size, args.cell_size
         )
     };
-    println!(
+    // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "wrote {}: {1} x {1} samples, heights {lo:.1} .. {hi:.1} m, generated in {generate_ms:.0} ms",
         args.out.display(),
         args.size,
-    );
-    println!(
-        "read it back with: terralod info {} {mapping_flags}",
-        args.out.display()
-    );
-    Ok(())
+    )
+    .and_then(|()| {
+        writeln!(
+            out,
+            "read it back with: terralod info {} {mapping_flags}",
+            args.out.display()
+        )
+    })
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
 }

@@ -1,8 +1,10 @@
 //! `terralod info`: what a terrain file holds, for a person or (`--json`) a script.
 
 use crate::terrain_args::TerrainArgs;
+use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
+use std::io::Write;
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
@@ -78,53 +80,70 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         bytes_per_sample: field.samples().bytes_per_sample(),
         padded_side: field.padded_side(),
     };
+    // Written with `writeln!`, not `println!`, which panics when stdout is a closed pipe
+    // or a full disk.
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        serde_json::to_writer(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
     } else {
-        print_text(&report);
+        write_text(&mut out, &report)
     }
-    Ok(())
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
 }
 
-fn print_text(r: &Report) {
-    println!("{}", r.source);
-    println!(
+fn write_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
+    writeln!(out, "{}", r.source)?;
+    writeln!(
+        out,
         "  format        {} ({} samples, stored as {})",
         r.format, r.file_sample_type, r.stored_sample_type
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  size          {} x {} = {} samples",
         r.width, r.height, r.samples
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  cell size     {} (from {})",
         r.cell_size, r.cell_size_from
-    );
+    )?;
     if let Some((ew, ns)) = r.file_spacing_m {
-        println!("  file spacing  {ew:.3} m E-W x {ns:.3} m N-S");
+        writeln!(out, "  file spacing  {ew:.3} m E-W x {ns:.3} m N-S")?;
     }
     if let Some(note) = &r.spacing_note {
-        println!("                {note}");
+        writeln!(out, "                {note}")?;
     }
-    println!("  world extent  {} x {}", r.world_size.0, r.world_size.1);
-    println!("  raw range     {} .. {}", r.raw_min, r.raw_max);
-    println!(
+    writeln!(
+        out,
+        "  world extent  {} x {}",
+        r.world_size.0, r.world_size.1
+    )?;
+    writeln!(out, "  raw range     {} .. {}", r.raw_min, r.raw_max)?;
+    writeln!(
+        out,
         "  world heights {} .. {} (y = raw * {} + {})",
         r.world_min, r.world_max, r.height_scale, r.height_offset
-    );
+    )?;
     match r.nodata_value {
-        Some(v) => println!(
+        Some(v) => writeln!(
+            out,
             "  nodata        value {v}, {} samples filled",
             r.nodata_filled
-        ),
-        None => println!("  nodata        {} samples filled", r.nodata_filled),
+        )?,
+        None => writeln!(out, "  nodata        {} samples filled", r.nodata_filled)?,
     }
-    println!(
+    writeln!(
+        out,
         "  memory        {} bytes ({} per sample)",
         r.memory_bytes, r.bytes_per_sample
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  padded grid   {0} x {0} (power of two plus one, border repeated)",
         r.padded_side
-    );
+    )
 }

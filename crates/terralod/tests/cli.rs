@@ -324,7 +324,11 @@ fn unwritable_stdout_is_an_error_not_a_panic() {
     let raw = dir.path().join("flat.r16");
     std::fs::write(&raw, [0u8; 8]).unwrap();
     let raw = raw.to_str().unwrap();
-    for args in [vec!["info", raw], vec!["info", "--json", raw]] {
+    for args in [
+        vec!["info", raw],
+        vec!["info", "--json", raw],
+        vec!["mesh", raw, "--max-error", "1"],
+    ] {
         let (reader, writer) = std::io::pipe().expect("a pipe");
         drop(reader);
         let output = run_into(writer.into(), &args);

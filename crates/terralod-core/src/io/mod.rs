@@ -21,7 +21,9 @@ mod png;
 mod raw;
 mod write;
 
-pub use write::{Quantization, WriteError, WriteProblem, write_f32, write_png16};
+pub use write::{
+    Quantization, WriteError, WriteProblem, write_f32, write_file_atomically, write_png16,
+};
 
 use crate::heightfield::{Heightfield, HeightfieldError, MIN_SIDE, Samples, WorldMapping};
 use serde::Serialize;

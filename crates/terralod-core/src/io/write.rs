@@ -177,12 +177,25 @@ pub fn write_png16(
 /// are exact in `f32`. World heights are `value × height_scale + height_offset` of the
 /// field's mapping, which the caller reports (a raw file has nowhere to keep it).
 pub fn write_f32(path: &Path, field: &Heightfield) -> Result<(), WriteError> {
-    write_atomically(path, |file| {
-        let mut out = BufWriter::with_capacity(1 << 16, file);
+    write_file_atomically(path, |out| {
         let samples = field.samples();
         for i in 0..samples.len() {
             out.write_all(&samples.get(i).to_le_bytes())?;
         }
+        Ok(())
+    })
+}
+
+/// Writes `path` through a buffered writer, atomically: the bytes go to a temporary file in
+/// the same directory, renamed over `path` only when `write` succeeded, so a reader never
+/// sees a half-written file. For every file terralod writes (heightmaps, exported meshes).
+pub fn write_file_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), WriteError> {
+    write_atomically(path, |file| {
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        write(&mut out)?;
         out.flush()?;
         Ok(())
     })

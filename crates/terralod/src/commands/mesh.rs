@@ -5,11 +5,10 @@ use crate::camera_args::CameraArgs;
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
 use clap::Args;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use terralod_core::lod::{self, LodOptions, View};
-use terralod_core::{GridMesh, Pyramid, WorldMapping};
+use terralod_core::{GridMesh, Pyramid, WorldMapping, io};
 
 #[derive(Debug, Args)]
 pub struct MeshArgs {
@@ -100,7 +99,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         write_mesh(path, format, &mesh, &field.mapping())
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    println!(
+    let headline = format!(
         "{}: {} vertices, {} triangles, {} nodes visited, {:.3} ms{}",
         entry.name,
         mesh.positions.len(),
@@ -124,8 +123,11 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "view_angle_aware": args.view_angle_aware,
         "state_bytes": algorithm.state_bytes(),
     });
-    println!("{summary}");
-    Ok(())
+    // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{headline}\n{summary}")
+        .and_then(|()| out.flush())
+        .context("cannot write to standard output")
 }
 
 /// World position of every vertex, as drawn.
@@ -141,33 +143,11 @@ fn write_mesh(
     mesh: &GridMesh,
     mapping: &WorldMapping,
 ) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .context("the output path has no file name")?;
-    let directory = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut temporary_name = std::ffi::OsString::from(".");
-    temporary_name.push(name);
-    temporary_name.push(format!(".{}.tmp", std::process::id()));
-    let temporary = directory.join(temporary_name);
-    let result = (|| -> anyhow::Result<()> {
-        let file = File::create(&temporary)?;
-        let mut out = BufWriter::new(file);
-        match format {
-            MeshFormat::Obj => write_obj(&mut out, mesh, mapping)?,
-            MeshFormat::Ply => write_ply(&mut out, mesh, mapping)?,
-        }
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
+    io::write_file_atomically(path, |mut out| match format {
+        MeshFormat::Obj => write_obj(&mut out, mesh, mapping),
+        MeshFormat::Ply => write_ply(&mut out, mesh, mapping),
+    })?;
+    Ok(())
 }
 
 /// Wavefront OBJ: `v x y z` in world units, faces 1-based, counter-clockwise seen from

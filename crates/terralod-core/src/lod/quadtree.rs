@@ -337,19 +337,26 @@ impl<'a> QuadtreeLod<'a> {
         }
     }
 
+    /// The same-level neighbour `(nx, nz)` and its state word, if it is subdivided this
+    /// frame (the only case that stitches).
+    #[inline(always)]
+    fn subdivided(&self, level: usize, neighbour: Option<(u32, u32)>) -> Option<(u32, u32, u32)> {
+        let (nx, nz) = neighbour?;
+        let word = self.current_word(level, nx, nz)?;
+        (word & STATE_MASK == SUBDIVIDED).then_some((nx, nz, word))
+    }
+
     /// The vertices strictly inside one edge of a drawn non-leaf node, ascending along the
-    /// edge, in `self.edge`. `neighbour` is the same-level node across the edge, if any.
+    /// edge, in `self.edge`. `subdivided` is the same-level node across the edge and its
+    /// word when it is subdivided ([`Self::subdivided`]).
     fn edge_vertices(
         &mut self,
         level: usize,
-        neighbour: Option<(u32, u32)>,
+        subdivided: Option<(u32, u32, u32)>,
         facing: Facing,
         start: u32,
     ) {
         self.edge.clear();
-        let subdivided = neighbour
-            .and_then(|(nx, nz)| self.current_word(level, nx, nz).map(|w| (nx, nz, w)))
-            .filter(|&(_, _, word)| word & STATE_MASK == SUBDIVIDED);
         match subdivided {
             Some((nx, nz, word)) => {
                 self.collect(level, nx, nz, word, facing, start);
@@ -360,22 +367,29 @@ impl<'a> QuadtreeLod<'a> {
     }
 
     /// Appends the plain fan of the drawn leaf `(ix, iz)`: a leaf's neighbours are never
-    /// finer, so it needs no lookups. Counter-clockwise seen from above, as `emit`.
+    /// finer, so it needs no lookups.
     #[inline]
     fn emit_leaf(&mut self, ix: u32, iz: u32) {
-        let stride = self.vertices.stride;
-        let corner = self.vertices.index(GridPos::new(2 * ix, 2 * iz));
-        let (row1, row2) = (corner + stride, corner + 2 * stride);
-        let centre = row1 + 1;
+        self.emit_plain(2 * ix, 2 * iz, 1);
+    }
+
+    /// Appends the unstitched fan (8 triangles) of the node with corner `(x0, z0)` and
+    /// half-side `half`, counter-clockwise seen from above, in the ring order of `emit`.
+    #[inline]
+    fn emit_plain(&mut self, x0: u32, z0: u32, half: u32) {
+        let step = half * self.vertices.stride;
+        let corner = self.vertices.index(GridPos::new(x0, z0));
+        let (row1, row2) = (corner + step, corner + 2 * step);
+        let centre = row1 + half;
         let ring = [
             corner,
             row1,
             row2,
-            row2 + 1,
-            row2 + 2,
-            row1 + 2,
-            corner + 2,
-            corner + 1,
+            row2 + half,
+            row2 + 2 * half,
+            row1 + 2 * half,
+            corner + 2 * half,
+            corner + half,
         ];
         self.indices.extend_from_slice(&[
             centre, ring[0], ring[1], centre, ring[1], ring[2], centre, ring[2], ring[3], centre,
@@ -397,14 +411,24 @@ impl<'a> QuadtreeLod<'a> {
             self.emit_leaf(ix, iz);
             return;
         }
+        let sides = [
+            self.subdivided(level, ix.checked_sub(1).map(|n| (n, iz))),
+            self.subdivided(level, Some((ix, iz + 1))),
+            self.subdivided(level, Some((ix + 1, iz))),
+            self.subdivided(level, iz.checked_sub(1).map(|n| (ix, n))),
+        ];
+        if sides.iter().all(Option::is_none) {
+            // No finer neighbour: nothing to stitch.
+            self.emit_plain(x0, z0, size / 2);
+            return;
+        }
         self.ring.clear();
 
         // Counter-clockwise seen from above: down the left edge, right along the bottom, up
         // the right edge, left along the top.
-        let left = ix.checked_sub(1).map(|n| (n, iz));
         self.edge_vertices(
             level,
-            left,
+            sides[0],
             Facing {
                 vertical: true,
                 offset: 1,
@@ -417,7 +441,7 @@ impl<'a> QuadtreeLod<'a> {
         }
         self.edge_vertices(
             level,
-            Some((ix, iz + 1)),
+            sides[1],
             Facing {
                 vertical: false,
                 offset: 0,
@@ -430,7 +454,7 @@ impl<'a> QuadtreeLod<'a> {
         }
         self.edge_vertices(
             level,
-            Some((ix + 1, iz)),
+            sides[2],
             Facing {
                 vertical: true,
                 offset: 0,
@@ -441,10 +465,9 @@ impl<'a> QuadtreeLod<'a> {
         for &row in self.edge.iter().rev() {
             self.ring.push(vertex(x1, row));
         }
-        let top = iz.checked_sub(1).map(|n| (ix, n));
         self.edge_vertices(
             level,
-            top,
+            sides[3],
             Facing {
                 vertical: false,
                 offset: 1,

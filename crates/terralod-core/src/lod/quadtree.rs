@@ -631,11 +631,11 @@ fn node_records(field: &Heightfield, pyramid: &Pyramid, level: usize) -> Vec<Nod
     out
 }
 
-/// Where a level's nodes sit in its record array: square tiles of `2^bits` nodes a side,
-/// row-major, each in Morton order inside. 2 × 2 siblings are adjacent (one 64-byte line
-/// of records), a subtree three levels deep is one 64-node tile, and same-level neighbours
-/// are mostly in the same tile: fewer cache and TLB misses in both passes than a row-major
-/// array. Tiles are 8, 4 or 2 nodes a side, the largest that pad the level little.
+/// Where a level's nodes sit in its record and state arrays: square tiles of `2^bits`
+/// nodes a side, row-major, each in Morton order inside. 2 × 2 siblings are adjacent (16
+/// bytes of state words, 48 of records), a subtree three levels deep is one 64-node tile,
+/// and same-level neighbours are mostly in the same tile: fewer cache and TLB misses in
+/// both passes than a row-major array. Tiles are 8, 4 or 2 nodes a side, the largest that pad the level little.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     bits: u32,

@@ -185,6 +185,7 @@ impl View {
 
     /// Whether a node with drawn error bound `world_error` and box `aabb` is fine enough
     /// for this view.
+    #[inline]
     pub fn accepts(&self, world_error: f32, aabb: &Aabb, view_angle_aware: bool) -> bool {
         match self.tolerance {
             Tolerance::WorldError(max) => world_error <= max,

@@ -50,9 +50,12 @@
 //! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample (at
 //! most 0.5 when both sides have 16 samples or more; a strip a few samples wide pays more,
 //! 1.6 bytes for 3 × 40, as every level keeps at least one 2 × 2 block of nodes across it).
-//! The word sits in a 16-byte record with the node's box and drawn-error bound (static
-//! data built once, like the pyramid: 1 more byte per sample); records are stored in 2 × 2
-//! blocks of siblings, so visiting four children touches one cache line.
+//! The words live in their own dense array per level, so the neighbour lookups of
+//! stitching touch few cache lines; the node's box and drawn-error bound are a 12-byte
+//! static record built once, like the pyramid (1 more byte per sample). Both arrays
+//! use the same tiled Morton layout ([`Layout`]): four siblings are adjacent, and a
+//! subtree three levels deep is one contiguous tile. Drawn leaves are emitted during the
+//! selection (their fans need no neighbour states); drawn non-leaf nodes after it.
 //!
 //! # Padding
 //!
@@ -84,16 +87,6 @@ const SUBDIVIDED: u32 = 1;
 const DRAW: u32 = 2;
 const INVISIBLE: u32 = 3;
 
-/// What a node is this frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NodeState {
-    /// Not visited this frame (inside a drawn or culled ancestor) or not stored.
-    Unreached,
-    Subdivided,
-    Draw,
-    Invisible,
-}
-
 /// Which side of a node faces the edge being stitched: the children along it are
 /// `(2x + offset, 2z + k)` on a vertical side, `(2x + k, 2z + offset)` on a horizontal one.
 #[derive(Clone, Copy, Debug)]
@@ -109,8 +102,6 @@ struct NodeRecord {
     max_y: f32,
     /// Bound of the vertical error of the node as drawn (stitched or not).
     drawn_error: f32,
-    /// State, drawn-children mask and frame stamp (see the module docs).
-    state: u32,
 }
 
 /// A node drawn this frame.
@@ -139,6 +130,12 @@ pub struct QuadtreeLod<'a> {
     /// Per non-leaf level, one record per stored node (row-major): box, drawn-error bound
     /// and state word side by side, so a visit touches one cache line.
     nodes: Vec<Vec<NodeRecord>>,
+    /// Per non-leaf level, the state words (state, drawn-children mask, frame stamp; see
+    /// the module docs), laid out as the records: apart from them, so the neighbour
+    /// lookups of stitching read a dense array (16 words a cache line).
+    states: Vec<Vec<u32>>,
+    /// Per non-leaf level, where each node's record and state word sit.
+    layouts: Vec<Layout>,
     /// Drawn extent in columns and rows (see the module docs).
     extent: (u32, u32),
     vertices: GridVertices,
@@ -163,6 +160,13 @@ impl<'a> QuadtreeLod<'a> {
         let nodes = (0..finest)
             .map(|level| node_records(field, pyramid, level))
             .collect();
+        let layouts = (0..finest)
+            .map(|level| {
+                let (nx, nz) = pyramid.nodes(level);
+                Layout::new(nx, nz)
+            })
+            .collect::<Vec<_>>();
+        let states = layouts.iter().map(|l| vec![0; l.len]).collect();
         let (leaves_x, leaves_z) = pyramid.nodes(finest);
         let extent = (2 * leaves_x, 2 * leaves_z);
         QuadtreeLod {
@@ -171,6 +175,8 @@ impl<'a> QuadtreeLod<'a> {
             finest,
             shape,
             nodes,
+            states,
+            layouts,
             extent,
             vertices: GridVertices {
                 stride: extent.0 + 1,
@@ -190,52 +196,22 @@ impl<'a> QuadtreeLod<'a> {
         self.vertices
     }
 
-    #[inline]
-    fn word_index(&self, level: usize, ix: u32, iz: u32) -> Option<usize> {
+    /// Whether node `(ix, iz)` of `level` is stored.
+    #[inline(always)]
+    fn stored(&self, level: usize, ix: u32, iz: u32) -> bool {
         let (nx, nz, _) = self.shape[level];
-        (ix < nx && iz < nz).then(|| record_index(nx, ix, iz))
+        ix < nx && iz < nz
+    }
+
+    /// The record slot of a stored non-leaf node, if it is one.
+    #[inline(always)]
+    fn word_index(&self, level: usize, ix: u32, iz: u32) -> Option<usize> {
+        self.stored(level, ix, iz)
+            .then(|| self.layouts[level].index(ix, iz))
     }
 
     fn set_word(&mut self, level: usize, index: usize, state: u32, children: u32) {
-        self.nodes[level][index].state =
-            (self.stamp << STAMP_SHIFT) | (children << CHILD_SHIFT) | state;
-    }
-
-    /// The state of a node this frame.
-    fn state(&self, level: usize, ix: u32, iz: u32) -> NodeState {
-        if level < self.finest {
-            let Some(i) = self.word_index(level, ix, iz) else {
-                return NodeState::Unreached;
-            };
-            let word = self.nodes[level][i].state;
-            if word >> STAMP_SHIFT != self.stamp {
-                return NodeState::Unreached;
-            }
-            match word & STATE_MASK {
-                SUBDIVIDED => NodeState::Subdivided,
-                DRAW => NodeState::Draw,
-                INVISIBLE => NodeState::Invisible,
-                _ => NodeState::Unreached,
-            }
-        } else {
-            // A leaf: its parent's word says whether it is drawn.
-            if level == 0 || self.word_index(level, ix, iz).is_none() {
-                return NodeState::Unreached;
-            }
-            let Some(p) = self.word_index(level - 1, ix / 2, iz / 2) else {
-                return NodeState::Unreached;
-            };
-            let word = self.nodes[level - 1][p].state;
-            if word >> STAMP_SHIFT != self.stamp || word & STATE_MASK != SUBDIVIDED {
-                return NodeState::Unreached;
-            }
-            let bit = 1 << ((iz & 1) * 2 + (ix & 1));
-            if (word >> CHILD_SHIFT) & bit != 0 {
-                NodeState::Draw
-            } else {
-                NodeState::Invisible
-            }
-        }
+        self.states[level][index] = (self.stamp << STAMP_SHIFT) | (children << CHILD_SHIFT) | state;
     }
 
     /// Selection pass over one stored non-leaf node; returns whether anything below it (or
@@ -243,8 +219,8 @@ impl<'a> QuadtreeLod<'a> {
     /// their parent's box is a conservative box for their culling.
     fn visit(&mut self, pass: &Pass<'_>, level: usize, ix: u32, iz: u32, inside: bool) -> bool {
         self.stats.nodes_visited += 1;
-        let (nx, _, size) = self.shape[level];
-        let i = record_index(nx, ix, iz);
+        let size = self.shape[level].2;
+        let i = self.layouts[level].index(ix, iz);
         let record = self.nodes[level][i];
         let (x0, z0) = (ix * size, iz * size);
         let cell = self.pyramid.mapping().cell_size;
@@ -285,12 +261,10 @@ impl<'a> QuadtreeLod<'a> {
                 for (bit, (dx, dz)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
                     let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
                     if cx < cnx && cz < cnz {
+                        // Drawn here: a leaf's fan needs no neighbour states.
                         mask |= 1 << bit;
-                        self.drawn.push(DrawnNode {
-                            level: self.finest as u32,
-                            ix: cx,
-                            iz: cz,
-                        });
+                        self.emit_leaf(cx, cz);
+                        self.stats.nodes_drawn += 1;
                     }
                 }
                 self.set_word(level, i, SUBDIVIDED, mask);
@@ -322,48 +296,106 @@ impl<'a> QuadtreeLod<'a> {
         true
     }
 
-    /// Pushes the positions (along the shared line) of every vertex the subtree of node
-    /// `(level, ix, iz)` draws on its side `facing`, after `start` and up to its far end.
-    fn collect(&mut self, level: usize, ix: u32, iz: u32, facing: Facing, start: u32) {
-        let size = self.shape[level].2;
-        match self.state(level, ix, iz) {
-            NodeState::Subdivided => {
-                let half = size / 2;
-                let (o, x, z) = (facing.offset, 2 * ix, 2 * iz);
-                let (a, b) = if facing.vertical {
-                    ((x + o, z), (x + o, z + 1))
-                } else {
-                    ((x, z + o), (x + 1, z + o))
-                };
-                self.collect(level + 1, a.0, a.1, facing, start);
-                self.collect(level + 1, b.0, b.1, facing, start + half);
+    /// The state word of a stored non-leaf node if it was written this frame.
+    #[inline(always)]
+    fn current_word(&self, level: usize, ix: u32, iz: u32) -> Option<u32> {
+        let i = self.word_index(level, ix, iz)?;
+        let word = *self.states[level].get(i)?;
+        (word >> STAMP_SHIFT == self.stamp).then_some(word)
+    }
+
+    /// Pushes the positions (along the shared line) of every vertex the subtree of the
+    /// subdivided non-leaf node `(level, ix, iz)` (state word `word`) draws on its side
+    /// `facing`, after `start` and up to its far end.
+    fn collect(&mut self, level: usize, ix: u32, iz: u32, word: u32, facing: Facing, start: u32) {
+        let half = self.shape[level].2 / 2;
+        let (o, x, z) = (facing.offset, 2 * ix, 2 * iz);
+        let children = if facing.vertical {
+            [(x + o, z, start), (x + o, z + 1, start + half)]
+        } else {
+            [(x, z + o, start), (x + 1, z + o, start + half)]
+        };
+        for (cx, cz, from) in children {
+            let drawn = if level + 1 == self.finest {
+                // A leaf: drawn when its bit is set (only stored leaves get one).
+                word >> CHILD_SHIFT & (1 << ((cz & 1) * 2 + (cx & 1))) != 0
+            } else {
+                match self.current_word(level + 1, cx, cz) {
+                    Some(child) if child & STATE_MASK == SUBDIVIDED => {
+                        self.collect(level + 1, cx, cz, child, facing, from);
+                        continue;
+                    }
+                    Some(child) => child & STATE_MASK == DRAW,
+                    None => false,
+                }
+            };
+            // A drawn child adds its midpoint; a culled, unreached or absent one its end.
+            if drawn {
+                self.edge.push(from + half / 2);
             }
-            NodeState::Draw => {
-                self.edge.push(start + size / 2);
-                self.edge.push(start + size);
-            }
-            NodeState::Unreached | NodeState::Invisible => self.edge.push(start + size),
+            self.edge.push(from + half);
         }
     }
 
-    /// The vertices strictly inside one edge of a drawn node, ascending along the edge, in
-    /// `self.edge`. `neighbour` is the same-level node across the edge, if any.
+    /// The same-level neighbour `(nx, nz)` and its state word, if it is subdivided this
+    /// frame (the only case that stitches).
+    #[inline(always)]
+    fn subdivided(&self, level: usize, neighbour: Option<(u32, u32)>) -> Option<(u32, u32, u32)> {
+        let (nx, nz) = neighbour?;
+        let word = self.current_word(level, nx, nz)?;
+        (word & STATE_MASK == SUBDIVIDED).then_some((nx, nz, word))
+    }
+
+    /// The vertices strictly inside one edge of a drawn non-leaf node, ascending along the
+    /// edge, in `self.edge`. `subdivided` is the same-level node across the edge and its
+    /// word when it is subdivided ([`Self::subdivided`]).
     fn edge_vertices(
         &mut self,
         level: usize,
-        neighbour: Option<(u32, u32)>,
+        subdivided: Option<(u32, u32, u32)>,
         facing: Facing,
         start: u32,
     ) {
         self.edge.clear();
-        let size = self.shape[level].2;
-        match neighbour {
-            Some((nx, nz)) if self.state(level, nx, nz) == NodeState::Subdivided => {
-                self.collect(level, nx, nz, facing, start);
+        match subdivided {
+            Some((nx, nz, word)) => {
+                self.collect(level, nx, nz, word, facing, start);
                 self.edge.pop();
             }
-            _ => self.edge.push(start + size / 2),
+            None => self.edge.push(start + self.shape[level].2 / 2),
         }
+    }
+
+    /// Appends the plain fan of the drawn leaf `(ix, iz)`: a leaf's neighbours are never
+    /// finer, so it needs no lookups.
+    #[inline]
+    fn emit_leaf(&mut self, ix: u32, iz: u32) {
+        self.emit_plain(2 * ix, 2 * iz, 1);
+    }
+
+    /// Appends the unstitched fan (8 triangles) of the node with corner `(x0, z0)` and
+    /// half-side `half`, counter-clockwise seen from above, in the ring order of `emit`.
+    #[inline]
+    fn emit_plain(&mut self, x0: u32, z0: u32, half: u32) {
+        let step = half * self.vertices.stride;
+        let corner = self.vertices.index(GridPos::new(x0, z0));
+        let (row1, row2) = (corner + step, corner + 2 * step);
+        let centre = row1 + half;
+        let ring = [
+            corner,
+            row1,
+            row2,
+            row2 + half,
+            row2 + 2 * half,
+            row1 + 2 * half,
+            corner + 2 * half,
+            corner + half,
+        ];
+        self.indices.extend_from_slice(&[
+            centre, ring[0], ring[1], centre, ring[1], ring[2], centre, ring[2], ring[3], centre,
+            ring[3], ring[4], centre, ring[4], ring[5], centre, ring[5], ring[6], centre, ring[6],
+            ring[7], centre, ring[7], ring[0],
+        ]);
     }
 
     /// Appends the fan of one drawn node to the index buffer.
@@ -376,33 +408,27 @@ impl<'a> QuadtreeLod<'a> {
         let v = self.vertices;
         let vertex = |col: u32, row: u32| v.index(GridPos::new(col, row));
         if level == self.finest {
-            // A leaf's neighbours are never finer: its plain fan, no lookups.
-            let (xm, zm) = (x0 + 1, z0 + 1);
-            let c = vertex(xm, zm);
-            let ring = [
-                vertex(x0, z0),
-                vertex(x0, zm),
-                vertex(x0, z1),
-                vertex(xm, z1),
-                vertex(x1, z1),
-                vertex(x1, zm),
-                vertex(x1, z0),
-                vertex(xm, z0),
-            ];
-            for k in 0..8 {
-                self.indices
-                    .extend_from_slice(&[c, ring[k], ring[(k + 1) % 8]]);
-            }
+            self.emit_leaf(ix, iz);
+            return;
+        }
+        let sides = [
+            self.subdivided(level, ix.checked_sub(1).map(|n| (n, iz))),
+            self.subdivided(level, Some((ix, iz + 1))),
+            self.subdivided(level, Some((ix + 1, iz))),
+            self.subdivided(level, iz.checked_sub(1).map(|n| (ix, n))),
+        ];
+        if sides.iter().all(Option::is_none) {
+            // No finer neighbour: nothing to stitch.
+            self.emit_plain(x0, z0, size / 2);
             return;
         }
         self.ring.clear();
 
         // Counter-clockwise seen from above: down the left edge, right along the bottom, up
         // the right edge, left along the top.
-        let left = ix.checked_sub(1).map(|n| (n, iz));
         self.edge_vertices(
             level,
-            left,
+            sides[0],
             Facing {
                 vertical: true,
                 offset: 1,
@@ -415,7 +441,7 @@ impl<'a> QuadtreeLod<'a> {
         }
         self.edge_vertices(
             level,
-            Some((ix, iz + 1)),
+            sides[1],
             Facing {
                 vertical: false,
                 offset: 0,
@@ -428,7 +454,7 @@ impl<'a> QuadtreeLod<'a> {
         }
         self.edge_vertices(
             level,
-            Some((ix + 1, iz)),
+            sides[2],
             Facing {
                 vertical: true,
                 offset: 0,
@@ -439,10 +465,9 @@ impl<'a> QuadtreeLod<'a> {
         for &row in self.edge.iter().rev() {
             self.ring.push(vertex(x1, row));
         }
-        let top = iz.checked_sub(1).map(|n| (ix, n));
         self.edge_vertices(
             level,
-            top,
+            sides[3],
             Facing {
                 vertical: false,
                 offset: 1,
@@ -473,10 +498,8 @@ impl LodAlgorithm for QuadtreeLod<'_> {
         let started = Instant::now();
         self.stamp += 1;
         if self.stamp == STAMP_LIMIT {
-            for level in &mut self.nodes {
-                for node in level {
-                    node.state = 0;
-                }
+            for level in &mut self.states {
+                level.fill(0);
             }
             self.stamp = 1;
         }
@@ -509,7 +532,7 @@ impl LodAlgorithm for QuadtreeLod<'_> {
         for &node in &drawn {
             self.emit(node);
         }
-        self.stats.nodes_drawn = drawn.len() as u64;
+        self.stats.nodes_drawn += drawn.len() as u64;
         self.drawn = drawn;
         self.stats.triangles = (self.indices.len() / 3) as u64;
         self.stats.select_time = started.elapsed();
@@ -525,7 +548,7 @@ impl LodAlgorithm for QuadtreeLod<'_> {
     }
 
     fn state_bytes(&self) -> usize {
-        self.nodes.iter().map(|l| l.len() * size_of::<u32>()).sum()
+        self.states.iter().map(|l| l.len() * size_of::<u32>()).sum()
     }
 }
 
@@ -566,16 +589,16 @@ fn node_records(field: &Heightfield, pyramid: &Pyramid, level: usize) -> Vec<Nod
         }
         worst
     };
-    // Blocks of 2 × 2 siblings (see `record_index`); one band of blocks per task, slots
-    // beyond the stored nodes stay default and are never read.
-    let band = 4 * nx.div_ceil(2) as usize;
-    let mut out = vec![NodeRecord::default(); band * nz.div_ceil(2) as usize];
+    // One band (row of tiles, see `Layout`) per task; slots beyond the stored nodes stay
+    // default and are never read.
+    let layout = Layout::new(nx, nz);
+    let band = (layout.tiles_x as usize) << (2 * layout.bits);
+    let mut out = vec![NodeRecord::default(); layout.len];
     out.par_chunks_mut(band)
         .enumerate()
         .for_each(|(bz, records)| {
             for (k, value) in records.iter_mut().enumerate() {
-                let (block, within) = ((k / 4) as u32, k as u32 % 4);
-                let (ix, iz) = (2 * block + (within & 1), 2 * bz as u32 + (within >> 1));
+                let (ix, iz) = layout.node(bz as u32, k);
                 if ix >= nx || iz >= nz {
                     continue;
                 }
@@ -602,20 +625,69 @@ fn node_records(field: &Heightfield, pyramid: &Pyramid, level: usize) -> Vec<Nod
                             round_up(exact * (1.0 + 2f64.powi(-16)) + rounding)
                         }
                     },
-                    state: 0,
                 };
             }
         });
     out
 }
 
-/// Where node `(ix, iz)` of a level `nx` nodes wide sits in its record array: 2 × 2
-/// siblings side by side (one 64-byte cache line of records), blocks row-major, so a visit
-/// of four children touches one line.
-#[inline]
-fn record_index(nx: u32, ix: u32, iz: u32) -> usize {
-    let block = (iz >> 1) as usize * nx.div_ceil(2) as usize + (ix >> 1) as usize;
-    4 * block + (((iz & 1) << 1) | (ix & 1)) as usize
+/// Where a level's nodes sit in its record and state arrays: square tiles of `2^bits`
+/// nodes a side, row-major, each in Morton order inside. 2 × 2 siblings are adjacent (16
+/// bytes of state words, 48 of records), a subtree three levels deep is one 64-node tile,
+/// and same-level neighbours are mostly in the same tile: fewer cache and TLB misses in
+/// both passes than a row-major array. Tiles are 8, 4 or 2 nodes a side, the largest that pad the level little.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    bits: u32,
+    tiles_x: u32,
+    len: usize,
+}
+
+/// `x`'s low three bits spread to the even bit positions (Morton order inside a tile).
+const SPREAD: [u32; 8] = [
+    0b0, 0b1, 0b100, 0b101, 0b1_0000, 0b1_0001, 0b1_0100, 0b1_0101,
+];
+
+impl Layout {
+    fn new(nx: u32, nz: u32) -> Layout {
+        let with_bits = |bits: u32| {
+            let tiles_x = nx.div_ceil(1 << bits);
+            let tiles_z = nz.div_ceil(1 << bits);
+            Layout {
+                bits,
+                tiles_x,
+                len: (tiles_x as usize * tiles_z as usize) << (2 * bits),
+            }
+        };
+        // The largest tiles that pad the level by at most an eighth, else 2 × 2 blocks.
+        let nodes = nx as usize * nz as usize;
+        [3, 2]
+            .into_iter()
+            .map(with_bits)
+            .find(|layout| layout.len <= nodes + nodes / 8)
+            .unwrap_or_else(|| with_bits(1))
+    }
+
+    /// The record slot of node `(ix, iz)`.
+    #[inline(always)]
+    fn index(self, ix: u32, iz: u32) -> usize {
+        let mask = (1 << self.bits) - 1;
+        let tile = (iz >> self.bits) as usize * self.tiles_x as usize + (ix >> self.bits) as usize;
+        let within = SPREAD[(ix & mask) as usize] | (SPREAD[(iz & mask) as usize] << 1);
+        (tile << (2 * self.bits)) + within as usize
+    }
+
+    /// The node at `slot` of the band (one row of tiles) `band_row`: the inverse of `index`.
+    fn node(self, band_row: u32, slot: usize) -> (u32, u32) {
+        let tile = (slot >> (2 * self.bits)) as u32;
+        let within = slot as u32 & ((1 << (2 * self.bits)) - 1);
+        let (mut wx, mut wz) = (0, 0);
+        for bit in 0..self.bits {
+            wx |= ((within >> (2 * bit)) & 1) << bit;
+            wz |= ((within >> (2 * bit + 1)) & 1) << bit;
+        }
+        ((tile << self.bits) + wx, (band_row << self.bits) + wz)
+    }
 }
 
 /// The smallest `f32` at least `value` (non-negative).

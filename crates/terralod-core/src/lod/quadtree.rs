@@ -53,7 +53,7 @@
 //! The words live in their own dense array per level, so the neighbour lookups of
 //! stitching touch few cache lines; the node's box and drawn-error bound are a 12-byte
 //! static record built once, like the pyramid (1 more byte per sample). Both arrays
-//! use the same tiled Morton layout ([`Layout`]): four siblings are adjacent, and a
+//! use the same tiled Morton layout (`Layout`): four siblings are adjacent, and a
 //! subtree three levels deep is one contiguous tile. Drawn leaves are emitted during the
 //! selection (their fans need no neighbour states); drawn non-leaf nodes after it.
 //!

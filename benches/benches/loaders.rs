@@ -2,7 +2,7 @@
 //! ESRI ASCII grid. Each set is skipped with a visible message when `../shared/data` lacks it.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use std::path::{Path, PathBuf};
+use terralod_benches::shared_data;
 use terralod_core::io::{LoadOptions, load};
 
 const SETS: [(&str, &str); 4] = [
@@ -11,16 +11,6 @@ const SETS: [(&str, &str); 4] = [
     ("geotiff_f32_dem_hills_333x218", "dem_hills_333x218_f32.tif"),
     ("ascii_grid_boulder_758", "srtm3_boulder_co_758.asc"),
 ];
-
-fn shared_data(name: &str) -> Option<PathBuf> {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).join(name);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} is absent", path.display());
-        None
-    }
-}
 
 fn loaders(c: &mut Criterion) {
     let options = LoadOptions::default();

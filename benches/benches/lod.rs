@@ -10,38 +10,11 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use glam::Vec3;
 use std::hint::black_box;
+use terralod_benches::load_gcanyon;
 use terralod_core::Camera;
-use terralod_core::heightfield::{Heightfield, Samples, WorldMapping};
+use terralod_core::heightfield::Heightfield;
 use terralod_core::lod::{LodOptions, REGISTRY, View};
 use terralod_core::pyramid::Pyramid;
-
-const GCANYON: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/data/gcanyon_4097x2049_8bit.png"
-);
-
-/// Loads the 8-bit grey-as-RGB PNG (red channel), 60 m spacing, 10 m per unit.
-fn load_gcanyon() -> Option<Heightfield> {
-    let file = std::fs::File::open(GCANYON).ok()?;
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .ok()?;
-    let mut buf = vec![0; reader.output_buffer_size()?];
-    let info = reader.next_frame(&mut buf).ok()?;
-    let channels = info.color_type.samples();
-    let values: Vec<u16> = buf[..info.buffer_size()]
-        .chunks_exact(channels)
-        .map(|px| u16::from(px[0]))
-        .collect();
-    Heightfield::new(info.width, info.height, Samples::U16(values))
-        .ok()?
-        .with_mapping(WorldMapping {
-            cell_size: 60.0,
-            height_scale: 10.0,
-            height_offset: 0.0,
-        })
-        .ok()
-}
 
 /// The three cameras of the table (world metres; the data spans 245,760 × 122,880 m,
 /// heights 130–1870 m): an oblique overview, a low flight looking along the canyon, and
@@ -123,7 +96,6 @@ fn table(field: &Heightfield, pyramid: &Pyramid) {
 
 fn lod_select(c: &mut Criterion) {
     let Some(field) = load_gcanyon() else {
-        eprintln!("SKIPPED: {GCANYON} not found");
         return;
     };
     let pyramid = Pyramid::build(&field);

@@ -5,41 +5,11 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use terralod_core::heightfield::{Heightfield, Samples, WorldMapping};
+use terralod_benches::load_gcanyon;
 use terralod_core::pyramid::Pyramid;
-
-const GCANYON: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/data/gcanyon_4097x2049_8bit.png"
-);
-
-/// Loads the 8-bit grey-as-RGB PNG with the png crate directly (red channel), 60 m spacing,
-/// 10 m per unit, as the data README gives.
-fn load_gcanyon() -> Option<Heightfield> {
-    let file = std::fs::File::open(GCANYON).ok()?;
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .ok()?;
-    let mut buf = vec![0; reader.output_buffer_size()?];
-    let info = reader.next_frame(&mut buf).ok()?;
-    let channels = info.color_type.samples();
-    let values: Vec<u16> = buf[..info.buffer_size()]
-        .chunks_exact(channels)
-        .map(|px| u16::from(px[0]))
-        .collect();
-    Heightfield::new(info.width, info.height, Samples::U16(values))
-        .ok()?
-        .with_mapping(WorldMapping {
-            cell_size: 60.0,
-            height_scale: 10.0,
-            height_offset: 0.0,
-        })
-        .ok()
-}
 
 fn pyramid_build(c: &mut Criterion) {
     let Some(field) = load_gcanyon() else {
-        eprintln!("SKIPPED: {GCANYON} is absent");
         return;
     };
     let pyramid = Pyramid::build(&field);

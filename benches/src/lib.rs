@@ -1,1 +1,38 @@
-//! Benchmark crate of terralod: see `benches/`.
+//! Benchmark crate of terralod: the benches live in `benches/`; this library holds what they
+//! share.
+
+use std::path::PathBuf;
+use terralod_core::heightfield::{Heightfield, WorldMapping};
+use terralod_core::io::{self, LoadOptions};
+
+/// Path of a file in the shared real-data folder beside the checkout, or `None` after a
+/// visible `SKIPPED` line when it is absent.
+pub fn shared_data(name: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).join(name);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: {} is absent", path.display());
+        None
+    }
+}
+
+/// The 4097 × 2049 Grand Canyon set at 60 m spacing and 10 m per unit (the data README's
+/// mapping), loaded by terralod's own PNG loader; `None` (after a visible `SKIPPED` line)
+/// when the shared data is absent or does not load.
+pub fn load_gcanyon() -> Option<Heightfield> {
+    let path = shared_data("gcanyon_4097x2049_8bit.png")?;
+    let loaded = match io::load(&path, &LoadOptions::default()) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("SKIPPED: {error}");
+            return None;
+        }
+    };
+    let mapping = WorldMapping {
+        cell_size: 60.0,
+        height_scale: 10.0,
+        height_offset: 0.0,
+    };
+    loaded.heightfield.with_mapping(mapping).ok()
+}

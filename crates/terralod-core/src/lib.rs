@@ -22,6 +22,8 @@ pub mod lod;
 pub mod mesh;
 pub mod pyramid;
 pub mod query;
+#[cfg(test)]
+mod test_support;
 
 pub use camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 pub use heightfield::{GridPos, Heightfield, HeightfieldError, Samples, WorldMapping};

@@ -2,6 +2,7 @@
 
 use super::fan_error::{self, Scan, Strategy as ErrorStrategy};
 use super::*;
+use crate::test_support::lcg_values;
 use proptest::prelude::*;
 
 /// World height of a (possibly padded) sample, in f64.
@@ -153,19 +154,6 @@ fn check(field: &Heightfield) -> Pyramid {
         assert!(pyramid.get(level, nx, 0).is_none() && pyramid.get(level, 0, nz).is_none());
     }
     pyramid
-}
-
-/// A small deterministic pseudo-random generator, so fixed tests need no seed plumbing.
-fn lcg_values(n: usize, seed: u64, max: u16) -> Vec<u16> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % (u64::from(max) + 1)) as u16
-        })
-        .collect()
 }
 
 fn u16_field(w: u32, h: u32, values: Vec<u16>) -> Heightfield {

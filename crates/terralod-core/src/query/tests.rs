@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::heightfield::{Samples, WorldMapping};
+use crate::test_support::lcg_values;
 use proptest::prelude::*;
 
 fn field(w: u32, h: u32, values: Vec<u16>, cell_size: f32) -> Heightfield {
@@ -13,18 +14,6 @@ fn field(w: u32, h: u32, values: Vec<u16>, cell_size: f32) -> Heightfield {
             height_offset: 10.0,
         })
         .unwrap()
-}
-
-fn values(n: usize, seed: u64, max: u16) -> Vec<u16> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % (u64::from(max) + 1)) as u16
-        })
-        .collect()
 }
 
 /// Brute force, sharing no code with the module: every cell, the ray's span over the cell
@@ -152,7 +141,7 @@ fn height_at_interpolates_bilinearly_inside_the_data() {
 
 #[test]
 fn rays_hit_where_expected() {
-    let f = field(5, 4, values(20, 1, 400), 1.0);
+    let f = field(5, 4, lcg_values(20, 1, 400), 1.0);
     let p = Pyramid::build(&f);
     // Straight down onto a sample, and onto the middle of a cell.
     let hit = raycast(&f, &p, Vec3::new(2.0, 100.0, 1.0), Vec3::NEG_Y, 1e3).unwrap();
@@ -239,7 +228,7 @@ proptest! {
         cell in 0.5f32..3.0,
         (kind, at, towards, flag) in arbitrary_ray(),
     ) {
-        let f = field(w, h, values((w * h) as usize, seed, 600), cell);
+        let f = field(w, h, lcg_values((w * h) as usize, seed, 600), cell);
         let p = Pyramid::build(&f);
         let (lo, hi) = f.world_range();
         let (sx, sz) = f.world_size();

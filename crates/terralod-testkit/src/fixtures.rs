@@ -291,3 +291,33 @@ pub fn quadtree_mesh(
     }
     mesh
 }
+
+/// A mesh with a known T-junction, the defect the checker exists to catch: a coarse 2 × 2
+/// quad (two triangles over (0..2, 0..2)) beside two fine 1 × 1 quads over (2..3, 0..2),
+/// so the coarse edge (2,0)-(2,2) faces the fine vertex (2,1) (vertex 4). Heights are 0.
+pub fn t_junction_mesh() -> GridMesh {
+    let positions = [
+        (0, 0),
+        (0, 2),
+        (2, 2),
+        (2, 0),
+        (2, 1),
+        (3, 0),
+        (3, 1),
+        (3, 2),
+    ];
+    GridMesh {
+        positions: positions.iter().map(|&(c, r)| GridPos::new(c, r)).collect(),
+        heights: vec![0.0; positions.len()],
+        triangles: vec![
+            [0, 1, 2],
+            [0, 2, 3],
+            // fine quad (2,0)-(3,1)
+            [3, 4, 6],
+            [3, 6, 5],
+            // fine quad (2,1)-(3,2)
+            [4, 2, 7],
+            [4, 7, 6],
+        ],
+    }
+}

@@ -4,7 +4,7 @@ use glam::Vec3;
 use std::f32::consts::FRAC_PI_2;
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, Samples, WorldMapping};
 use terralod_testkit::fixtures::{
-    full_grid_mesh, grid_mesh, plane, quadtree_mesh, smooth_random, spike,
+    full_grid_mesh, grid_mesh, plane, quadtree_mesh, smooth_random, spike, t_junction_mesh,
 };
 use terralod_testkit::{ErrorReport, GridRect, MeasureError, measure_error};
 
@@ -230,28 +230,8 @@ fn a_crack_shows_as_the_worse_side_of_the_junction() {
     let mut values = vec![0.0f32; 4 * 3];
     values[4 + 2] = 4.0;
     let field = Heightfield::from_f32(4, 3, values).unwrap();
-    let positions = [
-        (0, 0),
-        (0, 2),
-        (2, 2),
-        (2, 0),
-        (2, 1),
-        (3, 0),
-        (3, 1),
-        (3, 2),
-    ];
-    let mesh = GridMesh {
-        positions: positions.iter().map(|&(c, r)| GridPos::new(c, r)).collect(),
-        heights: vec![0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0],
-        triangles: vec![
-            [0, 1, 2],
-            [0, 2, 3],
-            [3, 4, 6],
-            [3, 6, 5],
-            [4, 2, 7],
-            [4, 7, 6],
-        ],
-    };
+    let mut mesh = t_junction_mesh();
+    mesh.heights[4] = 4.0; // the fine vertex (2,1) draws the bump
     let report = measure(&field, &mesh, None);
     let worst = report.world.worst.unwrap();
     assert_eq!((worst.pos, report.world.max), (GridPos::new(2, 1), 4.0));

@@ -1,7 +1,9 @@
 //! Proves the mesh checker on hand-built meshes with known defects.
 
 use terralod_core::{GridMesh, GridPos};
-use terralod_testkit::fixtures::{full_grid_mesh, grid_mesh, quadtree_mesh, smooth_random};
+use terralod_testkit::fixtures::{
+    full_grid_mesh, grid_mesh, quadtree_mesh, smooth_random, t_junction_mesh,
+};
 use terralod_testkit::{GridRect, MeshReport, check_mesh};
 
 /// A mesh from (col, row) positions, all at height 0, and triangles.
@@ -81,35 +83,9 @@ fn a_missing_triangle_on_the_border_leaves_two_open_edges() {
     assert_eq!(report.coverage.unwrap().uncovered_area2, 1);
 }
 
-/// A coarse 2 × 2 quad next to two fine 1 × 1 quads: the coarse edge (2,0)-(2,2) faces the
-/// fine vertex (2,1).
-fn t_junction() -> GridMesh {
-    let positions = [
-        (0, 0),
-        (0, 2),
-        (2, 2),
-        (2, 0),
-        (2, 1),
-        (3, 0),
-        (3, 1),
-        (3, 2),
-    ];
-    let triangles = [
-        [0, 1, 2],
-        [0, 2, 3],
-        // fine quad (2,0)-(3,1)
-        [3, 4, 6],
-        [3, 6, 5],
-        // fine quad (2,1)-(3,2)
-        [4, 2, 7],
-        [4, 7, 6],
-    ];
-    mesh(&positions, &triangles)
-}
-
 #[test]
 fn a_t_junction_is_a_crack_even_though_the_region_is_covered() {
-    let report = check(&t_junction(), Some(GridRect::new(0, 0, 3, 2)));
+    let report = check(&t_junction_mesh(), Some(GridRect::new(0, 0, 3, 2)));
     assert!(!report.is_watertight());
     assert_eq!(report.crack_edges.count, 3);
     let mut cracks: Vec<_> = report
@@ -128,12 +104,12 @@ fn a_t_junction_is_a_crack_even_though_the_region_is_covered() {
     assert_eq!(report.overlaps.count, 0);
     assert_eq!(report.coverage.as_ref().unwrap().uncovered_area2, 0);
     // Without a region it is still a crack.
-    assert_eq!(check(&t_junction(), None).crack_edges.count, 3);
+    assert_eq!(check(&t_junction_mesh(), None).crack_edges.count, 3);
 }
 
 #[test]
 fn the_same_junction_stitched_is_watertight() {
-    let mut stitched = t_junction();
+    let mut stitched = t_junction_mesh();
     // Replace the coarse triangle (0,0)-(2,2)-(2,0) by two that use (2,1).
     stitched.triangles[1] = [0, 2, 4];
     stitched.triangles.push([0, 4, 3]);
@@ -365,7 +341,7 @@ fn a_coarse_grid_with_a_ragged_last_strip_is_watertight() {
 
 #[test]
 fn assert_ok_lists_the_defects() {
-    let result = std::panic::catch_unwind(|| check_mesh(&t_junction(), None).assert_ok());
+    let result = std::panic::catch_unwind(|| check_mesh(&t_junction_mesh(), None).assert_ok());
     let message = match result {
         Err(payload) => payload
             .downcast_ref::<String>()

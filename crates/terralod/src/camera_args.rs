@@ -57,6 +57,40 @@ impl CameraArgs {
     }
 }
 
+impl CameraArgs {
+    /// The camera given by the flags, or, when neither `--eye` nor `--target` is given, a
+    /// view of the whole terrain from above its southern edge.
+    pub fn camera_or_default(&self, field: &Heightfield) -> anyhow::Result<Camera> {
+        if self.eye.is_some() || self.target.is_some() {
+            return self.camera(field);
+        }
+        let (eye, target) = overview(field);
+        let far = self
+            .far
+            .unwrap_or_else(|| default_far(field, eye, self.near));
+        Camera::new(
+            eye,
+            target,
+            self.fov_y.to_radians(),
+            self.size,
+            self.near,
+            far,
+        )
+        .context("--fov-y/--size/--near/--far")
+    }
+}
+
+/// Eye and target of a three-quarter view of the whole terrain: from beyond its southern
+/// edge (rows grow southwards), above the highest point, looking north over the middle.
+pub fn overview(field: &Heightfield) -> (Vec3, Vec3) {
+    let (w, d) = field.world_size();
+    let (lo, hi) = field.world_range();
+    let span = w.max(d);
+    let eye = Vec3::new(w * 0.32, hi + 0.28 * span, d + 0.22 * span);
+    let target = Vec3::new(w * 0.52, lo + 0.3 * (hi - lo), d * 0.42);
+    (eye, target)
+}
+
 /// A far plane beyond the farthest corner of the terrain's box seen from `eye`.
 fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
     let (w, d) = field.world_size();

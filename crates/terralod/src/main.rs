@@ -1,8 +1,9 @@
-//! `terralod`: the command-line tool (info, generate; mesh, render, view, bench and import
+//! `terralod`: the command-line tool (info, generate, mesh, render; view, bench and import
 //! arrive with their issues). One module per subcommand under `commands/`.
 
 mod camera_args;
 mod commands;
+mod lod_args;
 mod progress;
 mod terrain_args;
 
@@ -26,6 +27,9 @@ enum Command {
     Generate(commands::generate::GenerateArgs),
     /// Select a mesh with an LOD algorithm for a camera (or a world error) and export it.
     Mesh(commands::mesh::MeshArgs),
+    /// Render a terrain headless to a PNG (built-in terrain and a default camera when
+    /// given nothing).
+    Render(commands::render::RenderArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(&args),
         Command::Generate(args) => commands::generate::run(&args),
         Command::Mesh(args) => commands::mesh::run(&args),
+        Command::Render(args) => commands::render::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -434,6 +434,12 @@ pub trait LodAlgorithm: Send {
 
     /// Bytes of per-node state kept across frames, on top of the heights and pyramid.
     fn state_bytes(&self) -> usize;
+
+    /// Appends the world boxes of what the last [`LodAlgorithm::select`] drew (nodes,
+    /// blocks or patches), for the renderer's debug view. Default: none.
+    fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
+        let _ = out;
+    }
 }
 
 /// Builds an algorithm for a terrain.

@@ -2,36 +2,22 @@
 //! export it exactly as it would be drawn (feature H7).
 
 use crate::camera_args::CameraArgs;
+use crate::lod_args::LodArgs;
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use terralod_core::lod::{self, LodOptions, View};
 use terralod_core::{GridMesh, Pyramid, WorldMapping, io};
 
 #[derive(Debug, Args)]
 pub struct MeshArgs {
     #[command(flatten)]
     pub terrain: TerrainArgs,
-    /// LOD algorithm, by its registry name (quadtree).
-    #[arg(long, default_value = "quadtree")]
-    pub algo: String,
-    /// View-dependent: projected error at most this many pixels (needs --eye, --target).
-    #[arg(long, value_name = "PX", allow_negative_numbers = true)]
-    pub pixel_error: Option<f32>,
-    /// View-independent: every sample within this vertical world distance of the mesh,
-    /// the whole terrain covered, no culling.
-    #[arg(long, value_name = "M", allow_negative_numbers = true)]
-    pub max_error: Option<f32>,
+    #[command(flatten)]
+    pub lod: LodArgs,
     #[command(flatten)]
     pub camera: CameraArgs,
-    /// Keep the nodes outside the view (drawn, but not refined for the view).
-    #[arg(long)]
-    pub no_cull: bool,
-    /// Use the view-angle-aware screen error (article 000), still a true bound.
-    #[arg(long)]
-    pub view_angle_aware: bool,
     /// Write the mesh in world coordinates: .obj (text) or .ply (binary little-endian).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -61,35 +47,16 @@ fn mesh_format(path: &Path) -> anyhow::Result<MeshFormat> {
 }
 
 pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
-    let entry = lod::find(&args.algo).with_context(|| {
-        format!(
-            "unknown algorithm '{}' (available: {})",
-            args.algo,
-            lod::names()
-        )
-    })?;
+    let entry = args.lod.entry()?;
     let format = args.out.as_deref().map(mesh_format).transpose()?;
+    if args.lod.max_error.is_some() && args.camera.any_given() {
+        bail!("--max-error is view-independent: it takes no camera flags");
+    }
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
-    let view = match (args.pixel_error, args.max_error) {
-        (Some(_), Some(_)) => bail!("give either --pixel-error or --max-error, not both"),
-        (None, None) => bail!("give --pixel-error PX (with --eye, --target) or --max-error M"),
-        (Some(px), None) => {
-            let camera = args.camera.camera(field)?;
-            View::screen(camera, px)
-                .context("--pixel-error")?
-                .with_cull(!args.no_cull)
-        }
-        (None, Some(m)) => {
-            if args.camera.any_given() || args.no_cull {
-                bail!("--max-error is view-independent: it takes no camera flags and no --no-cull");
-            }
-            View::world_error(m).context("--max-error")?
-        }
-    };
+    let view = args.lod.view(|| args.camera.camera(field), None)?;
     let pyramid = Pyramid::build(field);
-    let options = LodOptions::default().with_view_angle_aware(args.view_angle_aware);
-    let mut algorithm = (entry.build)(field, &pyramid, &options);
+    let mut algorithm = (entry.build)(field, &pyramid, &args.lod.options());
     // The first frame grows the buffers; the second is the steady-state cost we report.
     algorithm.select(&view);
     let selection = algorithm.select(&view);
@@ -120,7 +87,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "select_ms": stats.select_time.as_secs_f64() * 1e3,
         "tolerance": view.tolerance(),
         "cull": view.cull(),
-        "view_angle_aware": args.view_angle_aware,
+        "view_angle_aware": args.lod.view_angle_aware,
         "state_bytes": algorithm.state_bytes(),
     });
     // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.

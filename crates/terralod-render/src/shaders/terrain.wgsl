@@ -1,0 +1,277 @@
+// Terrain, sky and debug lines of terralod.
+//
+// The terrain has no vertex buffer: a vertex is a grid index (`row * stride + col`) and the
+// vertex shader reads its height from the height texture, so the static data is the height
+// and normal textures, uploaded once, and a frame uploads only indices (or patch
+// instances). Positions are relative to the eye (`local = world - eye`) so that f32 keeps
+// centimetres 100 km from the origin; depth is reversed-Z with an infinite far plane.
+//
+// Two vertex paths per selection kind: *indexed* (the index buffer drives the vertex cache;
+// the fast path) and *pulled* (a non-indexed draw that reads the index from a storage
+// buffer, so every corner knows its barycentric coordinate and its triangle: the wireframe
+// and the LOD colours need that and work on every backend without polygon-mode features).
+
+struct Frame {
+    clip_from_local: mat4x4<f32>,
+    local_from_clip: mat4x4<f32>,
+    // xyz: eye in world units; w: cell size.
+    eye: vec4<f32>,
+    // xyz: unit direction towards the sun; w: ambient strength.
+    sun: vec4<f32>,
+    sky_zenith: vec4<f32>,
+    // rgb: horizon colour; w: fog density per world unit (0: no fog).
+    sky_horizon: vec4<f32>,
+    // x, y: lowest and highest world height; z: 1 / (max - min).
+    height_range: vec4<f32>,
+    // stride and rows of the grid vertex buffer, width and height of the data.
+    grid: vec4<u32>,
+    // x: flags (1 wireframe, 2 LOD colours, 4 colour texture); y: cells per patch side;
+    // z: number of morphed vertices.
+    mode: vec4<u32>,
+}
+
+struct PatchInstance {
+    origin_col: u32,
+    origin_row: u32,
+    step: u32,
+    pad: u32,
+}
+
+const WIREFRAME: u32 = 1u;
+const LOD_COLOURS: u32 = 2u;
+const COLOUR_TEXTURE: u32 = 4u;
+
+@group(0) @binding(0) var<uniform> frame: Frame;
+@group(0) @binding(1) var heights: texture_2d<f32>;
+@group(0) @binding(2) var normals: texture_2d<f32>;
+@group(0) @binding(3) var colour_map: texture_2d<f32>;
+@group(0) @binding(4) var linear_clamp: sampler;
+// Explicit triangles: grid indices. Patches: the shared patch index buffers, back to back.
+@group(0) @binding(5) var<storage, read> indices: array<u32>;
+@group(0) @binding(6) var<storage, read> instances: array<PatchInstance>;
+// Morphed vertices sorted by grid index: (vertex, bits of the drawn height).
+@group(0) @binding(7) var<storage, read> morphs: array<vec2<u32>>;
+
+struct TerrainOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) local: vec3<f32>,
+    @location(1) barycentric: vec3<f32>,
+    // log2 of the cells a triangle (or patch cell) spans: 0 at full resolution.
+    @location(2) @interpolate(flat) level: f32,
+}
+
+fn sample_height(col: u32, row: u32) -> f32 {
+    let c = min(col, frame.grid.z - 1u);
+    let r = min(row, frame.grid.w - 1u);
+    return textureLoad(heights, vec2<i32>(i32(c), i32(r)), 0).r;
+}
+
+// The drawn height of grid vertex `index`: its morphed height when the selection morphs
+// it (binary search in the sorted morph list), else its sample's.
+fn drawn_height(index: u32, col: u32, row: u32) -> f32 {
+    var lo = 0u;
+    var hi = frame.mode.z;
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        let m = morphs[mid];
+        if m.x == index {
+            return bitcast<f32>(m.y);
+        }
+        if m.x < index {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return sample_height(col, row);
+}
+
+fn terrain_vertex(col: u32, row: u32, height: f32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
+    let cell = frame.eye.w;
+    let world = vec3<f32>(f32(col) * cell, height, f32(row) * cell);
+    let local = world - frame.eye.xyz;
+    var out: TerrainOut;
+    out.clip = frame.clip_from_local * vec4<f32>(local, 1.0);
+    out.local = local;
+    out.barycentric = barycentric;
+    out.level = level;
+    return out;
+}
+
+fn grid_vertex(index: u32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
+    let stride = frame.grid.x;
+    let col = index % stride;
+    let row = index / stride;
+    return terrain_vertex(col, row, drawn_height(index, col, row), barycentric, level);
+}
+
+fn corner_barycentric(vertex: u32) -> vec3<f32> {
+    let corner = vertex % 3u;
+    return vec3<f32>(f32(corner == 0u), f32(corner == 1u), f32(corner == 2u));
+}
+
+// Largest extent, in cells, of a triangle given by three grid indices, as a level.
+fn triangle_level(a: u32, b: u32, c: u32) -> f32 {
+    let stride = frame.grid.x;
+    let cols = vec3<i32>(i32(a % stride), i32(b % stride), i32(c % stride));
+    let rows = vec3<i32>(i32(a / stride), i32(b / stride), i32(c / stride));
+    let span = max(
+        max(max(cols.x, cols.y), cols.z) - min(min(cols.x, cols.y), cols.z),
+        max(max(rows.x, rows.y), rows.z) - min(min(rows.x, rows.y), rows.z),
+    );
+    return log2(f32(max(span, 1)));
+}
+
+@vertex
+fn vs_triangles_indexed(@builtin(vertex_index) index: u32) -> TerrainOut {
+    return grid_vertex(index, vec3<f32>(1.0), 0.0);
+}
+
+@vertex
+fn vs_triangles_pulled(@builtin(vertex_index) vertex: u32) -> TerrainOut {
+    let first = vertex - vertex % 3u;
+    let level = triangle_level(indices[first], indices[first + 1u], indices[first + 2u]);
+    return grid_vertex(indices[vertex], corner_barycentric(vertex), level);
+}
+
+fn patch_vertex(local_index: u32, instance: u32, barycentric: vec3<f32>) -> TerrainOut {
+    let tile = instances[instance];
+    let side = frame.mode.y + 1u;
+    let col = tile.origin_col + tile.step * (local_index % side);
+    let row = tile.origin_row + tile.step * (local_index / side);
+    let level = log2(f32(max(tile.step, 1u)));
+    return terrain_vertex(col, row, sample_height(col, row), barycentric, level);
+}
+
+@vertex
+fn vs_patches_indexed(
+    @builtin(vertex_index) local_index: u32,
+    @builtin(instance_index) instance: u32,
+) -> TerrainOut {
+    return patch_vertex(local_index, instance, vec3<f32>(1.0));
+}
+
+@vertex
+fn vs_patches_pulled(
+    @builtin(vertex_index) vertex: u32,
+    @builtin(instance_index) instance: u32,
+) -> TerrainOut {
+    return patch_vertex(indices[vertex], instance, corner_barycentric(vertex));
+}
+
+fn sky_colour(direction: vec3<f32>) -> vec3<f32> {
+    let up = clamp(direction.y, 0.0, 1.0);
+    let t = 1.0 - (1.0 - up) * (1.0 - up) * (1.0 - up);
+    var colour = mix(frame.sky_horizon.rgb, frame.sky_zenith.rgb, t);
+    // A soft glow around the sun.
+    let glow = pow(max(dot(direction, frame.sun.xyz), 0.0), 64.0);
+    colour += vec3<f32>(1.0, 0.9, 0.7) * glow * 0.35;
+    return colour;
+}
+
+// Albedo from height and slope: vegetation low, soil and rock higher, rock on steep
+// slopes, snow on high gentle ground.
+fn ramp(height: f32, normal: vec3<f32>) -> vec3<f32> {
+    let t = clamp((height - frame.height_range.x) * frame.height_range.z, 0.0, 1.0);
+    let low = vec3<f32>(0.20, 0.30, 0.12);
+    let mid = vec3<f32>(0.42, 0.36, 0.24);
+    let high = vec3<f32>(0.50, 0.47, 0.43);
+    let snow = vec3<f32>(0.92, 0.93, 0.96);
+    var albedo = mix(low, mid, smoothstep(0.0, 0.45, t));
+    albedo = mix(albedo, high, smoothstep(0.45, 0.8, t));
+    let steep = smoothstep(0.55, 0.8, 1.0 - normal.y);
+    albedo = mix(albedo, vec3<f32>(0.38, 0.35, 0.32), steep);
+    let snowy = smoothstep(0.82, 0.92, t) * (1.0 - smoothstep(0.25, 0.45, 1.0 - normal.y));
+    return mix(albedo, snow, snowy);
+}
+
+fn lod_colour(level: f32) -> vec3<f32> {
+    let palette = array<vec3<f32>, 8>(
+        vec3<f32>(0.90, 0.20, 0.20),
+        vec3<f32>(0.95, 0.55, 0.15),
+        vec3<f32>(0.95, 0.85, 0.20),
+        vec3<f32>(0.35, 0.80, 0.25),
+        vec3<f32>(0.20, 0.75, 0.75),
+        vec3<f32>(0.25, 0.45, 0.90),
+        vec3<f32>(0.55, 0.30, 0.85),
+        vec3<f32>(0.85, 0.35, 0.70),
+    );
+    return palette[u32(round(level)) % 8u];
+}
+
+@fragment
+fn fs_terrain(in: TerrainOut) -> @location(0) vec4<f32> {
+    let cell = frame.eye.w;
+    let world = in.local + frame.eye.xyz;
+    let grid = world.xz / cell;
+    let size = vec2<f32>(f32(frame.grid.z), f32(frame.grid.w));
+    // Normals per sample at full resolution: shading does not change when the mesh does.
+    let normal = normalize(textureSample(normals, linear_clamp, (grid + 0.5) / size).xyz);
+    var albedo: vec3<f32>;
+    if (frame.mode.x & COLOUR_TEXTURE) != 0u {
+        albedo = textureSample(colour_map, linear_clamp, grid / max(size - 1.0, vec2<f32>(1.0))).rgb;
+    } else {
+        albedo = ramp(world.y, normal);
+    }
+    if (frame.mode.x & LOD_COLOURS) != 0u {
+        albedo = mix(albedo, lod_colour(in.level), 0.75);
+    }
+    let sun = frame.sun.xyz;
+    let diffuse = max(dot(normal, sun), 0.0);
+    let sky_light = mix(vec3<f32>(0.35, 0.30, 0.25), frame.sky_zenith.rgb, normal.y * 0.5 + 0.5);
+    var colour = albedo * (vec3<f32>(1.0, 0.96, 0.88) * diffuse + sky_light * frame.sun.w);
+
+    if (frame.mode.x & WIREFRAME) != 0u {
+        // Distance to the nearest edge in pixels, from the barycentric derivatives.
+        let edge = in.barycentric / max(fwidth(in.barycentric), vec3<f32>(1e-6));
+        let line = 1.0 - smoothstep(0.5, 1.5, min(min(edge.x, edge.y), edge.z));
+        colour = mix(colour, vec3<f32>(0.02, 0.02, 0.03), line * 0.85);
+    }
+
+    let distance = length(in.local);
+    let fog = 1.0 - exp(-distance * frame.sky_horizon.w);
+    colour = mix(colour, sky_colour(in.local / max(distance, 1e-6)), fog);
+    return vec4<f32>(colour, 1.0);
+}
+
+struct SkyOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) ndc: vec2<f32>,
+}
+
+// One triangle covering the screen, at depth 0 (the infinitely far plane of reversed-Z).
+@vertex
+fn vs_sky(@builtin(vertex_index) vertex: u32) -> SkyOut {
+    let uv = vec2<f32>(f32((vertex << 1u) & 2u), f32(vertex & 2u));
+    let ndc = uv * 2.0 - 1.0;
+    var out: SkyOut;
+    out.clip = vec4<f32>(ndc, 0.0, 1.0);
+    out.ndc = ndc;
+    return out;
+}
+
+@fragment
+fn fs_sky(in: SkyOut) -> @location(0) vec4<f32> {
+    let point = frame.local_from_clip * vec4<f32>(in.ndc, 1.0, 1.0);
+    let direction = normalize(point.xyz / point.w);
+    return vec4<f32>(sky_colour(direction), 1.0);
+}
+
+struct LineOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) colour: vec4<f32>,
+}
+
+// Debug lines (node boxes, the frozen LOD camera's frustum) in world coordinates.
+@vertex
+fn vs_lines(@location(0) world: vec3<f32>, @location(1) colour: vec4<f32>) -> LineOut {
+    var out: LineOut;
+    out.clip = frame.clip_from_local * vec4<f32>(world - frame.eye.xyz, 1.0);
+    out.colour = colour;
+    return out;
+}
+
+@fragment
+fn fs_lines(in: LineOut) -> @location(0) vec4<f32> {
+    return in.colour;
+}

@@ -1,0 +1,191 @@
+//! `terralod render`: select with an LOD algorithm and draw the terrain headless on the GPU
+//! (software Vulkan works), written to a PNG.
+
+use crate::camera_args::{CameraArgs, parse_vec3};
+use crate::lod_args::LodArgs;
+use crate::terrain_args::TerrainArgs;
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use glam::Vec3;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use terralod_core::{Camera, Pyramid, io};
+use terralod_render::{
+    DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer, render_to_image,
+};
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub terrain: TerrainArgs,
+    #[command(flatten)]
+    pub lod: LodArgs,
+    #[command(flatten)]
+    pub camera: CameraArgs,
+    /// Draw every triangle's edges over the shading.
+    #[arg(long)]
+    pub wireframe: bool,
+    /// Colour the terrain by a debug quantity.
+    #[arg(long, value_enum)]
+    pub color_by: Option<ColorBy>,
+    /// Draw the boxes of the drawn nodes (or blocks, or patches).
+    #[arg(long)]
+    pub boxes: bool,
+    /// Select the LOD for another camera (frozen) at this eye, and draw its frustum.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
+          requires = "lod_target")]
+    pub lod_eye: Option<Vec3>,
+    /// Target of the frozen LOD camera.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
+          requires = "lod_eye")]
+    pub lod_target: Option<Vec3>,
+    /// A colour image laid over the terrain's extent (PNG, JPEG or TIFF).
+    #[arg(long, value_name = "FILE")]
+    pub texture: Option<PathBuf>,
+    /// No distance fog.
+    #[arg(long)]
+    pub no_fog: bool,
+    /// The PNG to write.
+    #[arg(long, default_value = "frame.png")]
+    pub out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorBy {
+    /// log2 of each triangle's size in cells.
+    Lod,
+}
+
+pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
+    let entry = args.lod.entry()?;
+    check_png(&args.out)?;
+    let texture = args.texture.as_deref().map(load_texture).transpose()?;
+    let terrain = args.terrain.load()?;
+    let field = &terrain.heightfield;
+    let camera = args.camera.camera_or_default(field)?;
+    let lod_camera = match (args.lod_eye, args.lod_target) {
+        (Some(eye), Some(target)) => Some(
+            Camera::new(
+                eye,
+                target,
+                camera.fov_y,
+                camera.viewport,
+                camera.near,
+                camera.far,
+            )
+            .context("--lod-eye/--lod-target")?,
+        ),
+        _ => None,
+    };
+    let view = args
+        .lod
+        .view(|| Ok(lod_camera.unwrap_or(camera)), Some(1.0))?;
+
+    let ctx = GpuContext::headless()?;
+    let start = Instant::now();
+    let mut renderer = TerrainRenderer::new(
+        &ctx,
+        field,
+        texture.as_ref(),
+        terralod_render::COLOUR_FORMAT,
+    )?;
+    let target = OffscreenTarget::new(&ctx, camera.viewport)?;
+    let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+
+    let pyramid = Pyramid::build(field);
+    let mut algorithm = (entry.build)(field, &pyramid, &args.lod.options());
+    // The first frame grows the buffers; the second is the steady-state selection drawn.
+    algorithm.select(&view);
+
+    let mut lines = DebugLines::new();
+    if args.boxes {
+        let mut boxes = Vec::new();
+        algorithm.drawn_boxes(&mut boxes);
+        for aabb in &boxes {
+            lines.add_box(aabb, [255, 230, 40, 255]);
+        }
+    }
+    if let Some(frozen) = &lod_camera {
+        let (w, d) = field.world_size();
+        lines.add_frustum(frozen, 0.6 * w.max(d), [255, 60, 200, 255]);
+    }
+    let mut settings = FrameSettings::new(camera);
+    settings.wireframe = args.wireframe;
+    settings.color_by_lod = args.color_by == Some(ColorBy::Lod);
+    if args.no_fog {
+        settings.fog_density = Some(0.0);
+    }
+    let selection = algorithm.select(&view);
+    let start = Instant::now();
+    let image = render_to_image(&ctx, &mut renderer, &target, &selection, &settings, &lines)?;
+    let render_ms = start.elapsed().as_secs_f64() * 1e3;
+    let stats = *algorithm.stats();
+    write_png(&args.out, &image).with_context(|| format!("writing {}", args.out.display()))?;
+
+    let summary = serde_json::json!({
+        "algorithm": entry.name,
+        "terrain": terrain.name,
+        "out": args.out.display().to_string(),
+        "size": [camera.viewport.0, camera.viewport.1],
+        "eye": camera.eye.to_array(),
+        "target": camera.target.to_array(),
+        "triangles": stats.triangles,
+        "nodes_visited": stats.nodes_visited,
+        "select_ms": stats.select_time.as_secs_f64() * 1e3,
+        "upload_ms": upload_ms,
+        "render_ms": render_ms,
+        "tolerance": view.tolerance(),
+        "adapter": ctx.summary().to_string(),
+    });
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}: {} triangles drawn into {} ({} x {}) on {}\n{summary}",
+        entry.name,
+        stats.triangles,
+        args.out.display(),
+        camera.viewport.0,
+        camera.viewport.1,
+        ctx.summary()
+    )
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
+}
+
+/// Refuses an output name that is not a PNG before any work is done.
+pub fn check_png(path: &Path) -> anyhow::Result<()> {
+    let is_png = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !is_png {
+        bail!("{}: the output must be a .png file", path.display());
+    }
+    Ok(())
+}
+
+pub fn load_texture(path: &Path) -> anyhow::Result<image::RgbaImage> {
+    let image = image::ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .with_context(|| format!("{}: cannot open the texture", path.display()))?
+        .decode()
+        .with_context(|| format!("{}: cannot decode the texture", path.display()))?;
+    Ok(image.to_rgba8())
+}
+
+/// Writes `image` as a PNG, atomically (nothing half-written on failure).
+pub fn write_png(path: &Path, image: &image::RgbaImage) -> anyhow::Result<()> {
+    use image::ImageEncoder as _;
+    io::write_file_atomically(path, |out| {
+        image::codecs::png::PngEncoder::new(out)
+            .write_image(
+                image.as_raw(),
+                image.width(),
+                image.height(),
+                image::ExtendedColorType::Rgba8,
+            )
+            .map_err(std::io::Error::other)
+    })?;
+    Ok(())
+}

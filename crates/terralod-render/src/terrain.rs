@@ -506,8 +506,8 @@ impl TerrainRenderer {
     }
 
     /// Records the frame's draws into `pass` (which must target this renderer's colour
-    /// format and [`DEPTH_FORMAT`], depth cleared to 0): terrain, then debug lines, then
-    /// the sky where nothing was drawn.
+    /// format and [`DEPTH_FORMAT`], depth cleared to 0): terrain, the sky where nothing was
+    /// drawn, then debug lines over both.
     pub fn draw(&self, pass: &mut wgpu::RenderPass<'_>) {
         let pulled = self.pulled;
         pass.set_bind_group(0, &self.bind_group, &[]);
@@ -544,13 +544,13 @@ impl TerrainRenderer {
                 }
             }
         }
+        pass.set_pipeline(&self.pipelines.sky);
+        pass.draw(0..3, 0..1);
         if self.line_vertices > 0 {
             pass.set_pipeline(&self.pipelines.lines);
             pass.set_vertex_buffer(0, self.lines.buffer().slice(..));
             pass.draw(0..self.line_vertices, 0..1);
         }
-        pass.set_pipeline(&self.pipelines.sky);
-        pass.draw(0..3, 0..1);
     }
 
     /// Begins a pass over `colour` and `depth` with the clears this renderer expects.
@@ -845,7 +845,9 @@ impl Pipelines {
                 &[Some(line_layout)],
                 wgpu::PrimitiveTopology::LineList,
                 None,
-                depth(false, wgpu::CompareFunction::GreaterEqual),
+                // Debug lines show through the terrain: a box or frustum edge below the
+                // surface is still what one wants to see.
+                depth(false, wgpu::CompareFunction::Always),
             ),
         }
     }

@@ -1,0 +1,216 @@
+//! The renderer's vertex paths agree: patches and explicit triangles covering the same
+//! grid draw the same image, indexed and pulled alike; morphs move what is drawn; a
+//! warmed-up frame creates no buffer and uploads only the selection.
+
+mod common;
+
+use common::{SIZE, diff, gpu_or_skip, overview_camera, terrain};
+use terralod_core::lod::{GridVertices, MorphedHeight, PatchInstance, Selection};
+use terralod_core::{GridPos, Heightfield};
+use terralod_render::{
+    COLOUR_FORMAT, DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer,
+    render_to_image,
+};
+
+const PATCH_SIDE: u32 = 16;
+
+/// The two triangles of cell `(i, j)` of a grid with `stride` columns of vertices, split
+/// along `/` or `\`, counter-clockwise seen from above.
+fn cell_triangles(i: u32, j: u32, stride: u32, slash: bool, out: &mut Vec<u32>) {
+    let v = |c: u32, r: u32| r * stride + c;
+    let (a, b, c, d) = (v(i, j), v(i + 1, j), v(i, j + 1), v(i + 1, j + 1));
+    // Looking down -y with x right and z towards the viewer, (a, c, b) is counter-clockwise.
+    if slash {
+        out.extend([a, c, b, b, c, d]);
+    } else {
+        out.extend([a, c, d, a, d, b]);
+    }
+}
+
+/// Patch `p` of the grid uses the `/` split when its coordinates sum to an even number.
+fn slash(px: u32, pz: u32) -> bool {
+    (px + pz).is_multiple_of(2)
+}
+
+struct Grids {
+    vertices: GridVertices,
+    triangles: Vec<u32>,
+    patch_buffers: Vec<Vec<u32>>,
+    instances: Vec<PatchInstance>,
+}
+
+fn grids(field: &Heightfield) -> Grids {
+    let patches = (field.width() - 1) / PATCH_SIDE;
+    let stride = field.width();
+    let mut triangles = Vec::new();
+    let mut instances = Vec::new();
+    for pz in 0..patches {
+        for px in 0..patches {
+            for j in 0..PATCH_SIDE {
+                for i in 0..PATCH_SIDE {
+                    let (c, r) = (px * PATCH_SIDE + i, pz * PATCH_SIDE + j);
+                    cell_triangles(c, r, stride, slash(px, pz), &mut triangles);
+                }
+            }
+            instances.push(PatchInstance {
+                origin: GridPos::new(px * PATCH_SIDE, pz * PATCH_SIDE),
+                step: 1,
+                index_buffer: u32::from(!slash(px, pz)),
+            });
+        }
+    }
+    let patch_buffers = [true, false]
+        .map(|s| {
+            let mut b = Vec::new();
+            for j in 0..PATCH_SIDE {
+                for i in 0..PATCH_SIDE {
+                    cell_triangles(i, j, PATCH_SIDE + 1, s, &mut b);
+                }
+            }
+            b
+        })
+        .to_vec();
+    Grids {
+        vertices: GridVertices {
+            stride,
+            rows: field.height(),
+        },
+        triangles,
+        patch_buffers,
+        instances,
+    }
+}
+
+fn draw(
+    ctx: &GpuContext,
+    renderer: &mut TerrainRenderer,
+    selection: &Selection<'_>,
+    settings: &FrameSettings,
+) -> image::RgbaImage {
+    let target = OffscreenTarget::new(ctx, SIZE).unwrap();
+    render_to_image(
+        ctx,
+        renderer,
+        &target,
+        selection,
+        settings,
+        &DebugLines::new(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn patches_and_triangles_draw_the_same_image() {
+    let Some(ctx) = gpu_or_skip("patches_and_triangles_draw_the_same_image") else {
+        return;
+    };
+    let field = terrain();
+    let grids = grids(&field);
+    let triangles = Selection::Triangles {
+        vertices: grids.vertices,
+        indices: &grids.triangles,
+        morphs: &[],
+    };
+    let patches = Selection::Patches {
+        vertices: grids.vertices,
+        patch_side: PATCH_SIDE,
+        index_buffers: &grids.patch_buffers,
+        instances: &grids.instances,
+    };
+    assert_eq!(triangles.triangle_count(), patches.triangle_count());
+    let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    for wireframe in [false, true] {
+        let mut settings = FrameSettings::new(overview_camera(&field));
+        settings.wireframe = wireframe;
+        let a = draw(&ctx, &mut renderer, &triangles, &settings);
+        let b = draw(&ctx, &mut renderer, &patches, &settings);
+        let (d, _) = diff(&a, &b);
+        assert!(
+            d.differing_share < 1e-4 && d.mean_abs < 0.05,
+            "wireframe {wireframe}: patches and triangles differ: {d:?}"
+        );
+        // And the image is of something: terrain and sky.
+        let distinct: std::collections::HashSet<[u8; 4]> = a.pixels().map(|p| p.0).collect();
+        assert!(distinct.len() > 100, "a nearly blank frame");
+    }
+}
+
+#[test]
+fn morphed_vertices_are_drawn_at_their_morphed_height() {
+    let Some(ctx) = gpu_or_skip("morphed_vertices_are_drawn_at_their_morphed_height") else {
+        return;
+    };
+    let field = terrain();
+    let grids = grids(&field);
+    let centre = grids.vertices.index(GridPos::new(128, 128));
+    let morphs = [MorphedHeight {
+        vertex: centre,
+        height: 9000.0,
+    }];
+    let flat = Selection::Triangles {
+        vertices: grids.vertices,
+        indices: &grids.triangles,
+        morphs: &[],
+    };
+    let raised = Selection::Triangles {
+        vertices: grids.vertices,
+        indices: &grids.triangles,
+        morphs: &morphs,
+    };
+    let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    let settings = FrameSettings::new(overview_camera(&field));
+    let a = draw(&ctx, &mut renderer, &flat, &settings);
+    let b = draw(&ctx, &mut renderer, &raised, &settings);
+    let (d, _) = diff(&a, &b);
+    assert!(
+        d.differing_share > 1e-4,
+        "a 9 km spike left no trace: {d:?}"
+    );
+}
+
+#[test]
+fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
+    let Some(ctx) = gpu_or_skip("a_warmed_up_frame_creates_no_buffer") else {
+        return;
+    };
+    let field = terrain();
+    let grids = grids(&field);
+    let triangles = Selection::Triangles {
+        vertices: grids.vertices,
+        indices: &grids.triangles,
+        morphs: &[],
+    };
+    let patches = Selection::Patches {
+        vertices: grids.vertices,
+        patch_side: PATCH_SIDE,
+        index_buffers: &grids.patch_buffers,
+        instances: &grids.instances,
+    };
+    let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    let settings = FrameSettings::new(overview_camera(&field));
+    let lines = DebugLines::new();
+    let uniforms = 240;
+
+    renderer.prepare(&ctx, &triangles, &settings, &lines);
+    let warm = renderer.upload_stats();
+    renderer.prepare(&ctx, &triangles, &settings, &lines);
+    let next = renderer.upload_stats();
+    assert_eq!(next.buffers_created, warm.buffers_created);
+    assert_eq!(
+        next.bytes_last_frame,
+        (grids.triangles.len() * 4) as u64 + uniforms
+    );
+
+    // Patches: the shared index buffers go up once; later frames send instances only.
+    renderer.prepare(&ctx, &patches, &settings, &lines);
+    let first = renderer.upload_stats();
+    renderer.prepare(&ctx, &patches, &settings, &lines);
+    let second = renderer.upload_stats();
+    assert_eq!(second.buffers_created, first.buffers_created);
+    assert_eq!(
+        second.bytes_last_frame,
+        (grids.instances.len() * 16) as u64 + uniforms
+    );
+    assert!(first.bytes_last_frame > second.bytes_last_frame);
+    ctx.wait_idle().unwrap();
+}

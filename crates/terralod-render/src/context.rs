@@ -78,9 +78,11 @@ impl GpuContext {
         }
         // The adapter's own limits: a 4097-wide height texture and index buffers of
         // millions of triangles need more than the portable defaults.
+        // Timestamps measure GPU frame time where the adapter has them; nothing needs them.
+        let optional = wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("terralod"),
-            required_features: wgpu::Features::empty(),
+            required_features: adapter.features() & optional,
             required_limits: adapter.limits(),
             ..Default::default()
         }))

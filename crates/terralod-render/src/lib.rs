@@ -15,11 +15,13 @@ pub mod lines;
 mod normals;
 pub mod target;
 pub mod terrain;
+pub mod timing;
 
 pub use context::{AdapterSummary, GpuContext};
 pub use lines::{DebugLines, LineVertex};
 pub use target::{COLOUR_FORMAT, OffscreenTarget};
 pub use terrain::{DEPTH_FORMAT, FrameSettings, SHADER_SOURCE, TerrainRenderer, UploadStats};
+pub use timing::{FrameTiming, GpuTimer, timed_frame};
 
 use terralod_core::lod::Selection;
 

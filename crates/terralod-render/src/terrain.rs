@@ -559,6 +559,16 @@ impl TerrainRenderer {
         colour: &wgpu::TextureView,
         depth: &wgpu::TextureView,
     ) -> wgpu::RenderPass<'e> {
+        Self::begin_timed_pass(encoder, colour, depth, None)
+    }
+
+    /// [`TerrainRenderer::begin_pass`] with GPU timestamps written at its start and end.
+    pub fn begin_timed_pass<'e>(
+        encoder: &'e mut wgpu::CommandEncoder,
+        colour: &wgpu::TextureView,
+        depth: &wgpu::TextureView,
+        timestamp_writes: Option<wgpu::RenderPassTimestampWrites<'_>>,
+    ) -> wgpu::RenderPass<'e> {
         encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("terrain"),
             color_attachments: &[Some(wgpu::RenderPassColorAttachment {
@@ -578,7 +588,7 @@ impl TerrainRenderer {
                 }),
                 stencil_ops: None,
             }),
-            timestamp_writes: None,
+            timestamp_writes,
             occlusion_query_set: None,
             multiview_mask: None,
         })

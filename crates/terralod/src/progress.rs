@@ -25,3 +25,14 @@ pub fn percent_bar(message: impl Into<String>) -> ProgressBar {
     );
     bar
 }
+
+/// A bar counting `total` steps (frames, files).
+pub fn bar(total: u64, message: impl Into<String>) -> ProgressBar {
+    let bar = ProgressBar::new(total).with_message(message.into());
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({elapsed}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}

@@ -550,6 +550,34 @@ impl LodAlgorithm for QuadtreeLod<'_> {
     fn state_bytes(&self) -> usize {
         self.states.iter().map(|l| l.len() * size_of::<u32>()).sum()
     }
+
+    /// The drawn non-leaf nodes, then the drawn leaves, read back from this frame's state
+    /// words (a debug view: it walks the last non-leaf level).
+    fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
+        let mapping = self.pyramid.mapping();
+        for node in &self.drawn {
+            let (level, ix, iz) = (node.level as usize, node.ix, node.iz);
+            out.push(self.pyramid.aabb(level, ix, iz, &mapping));
+        }
+        let Some(parent) = self.finest.checked_sub(1) else {
+            return;
+        };
+        let (nx, nz, _) = self.shape[parent];
+        for iz in 0..nz {
+            for ix in 0..nx {
+                let word = self.states[parent][self.layouts[parent].index(ix, iz)];
+                if word >> STAMP_SHIFT != self.stamp || word & STATE_MASK != SUBDIVIDED {
+                    continue;
+                }
+                for bit in 0..4 {
+                    if word >> CHILD_SHIFT & (1 << bit) != 0 {
+                        let (cx, cz) = (2 * ix + (bit & 1), 2 * iz + (bit >> 1));
+                        out.push(self.pyramid.aabb(self.finest, cx, cz, &mapping));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The records of every stored node of a non-leaf level: the pyramid's box and the

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use terralod_core::{Camera, Pyramid, io};
 use terralod_render::{
-    DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer, render_to_image,
+    DebugLines, FrameSettings, GpuContext, GpuTimer, OffscreenTarget, TerrainRenderer,
+    render_to_image, timed_frame,
 };
 
 #[derive(Debug, Args)]
@@ -49,6 +50,11 @@ pub struct RenderArgs {
     /// The PNG to write.
     #[arg(long, default_value = "frame.png")]
     pub out: PathBuf,
+    /// After the image, time this many more frames (select, upload, draw, wait) and report
+    /// frame times: GPU time from timestamp queries where the adapter has them, and wall
+    /// time.
+    #[arg(long, default_value_t = 0)]
+    pub frames: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -121,6 +127,16 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let image = render_to_image(&ctx, &mut renderer, &target, &selection, &settings, &lines)?;
     let render_ms = start.elapsed().as_secs_f64() * 1e3;
     let stats = *algorithm.stats();
+    let timings = time_frames(
+        &ctx,
+        &mut renderer,
+        &target,
+        algorithm.as_mut(),
+        &view,
+        &settings,
+        &lines,
+        args.frames,
+    )?;
     write_png(&args.out, &image).with_context(|| format!("writing {}", args.out.display()))?;
 
     let summary = serde_json::json!({
@@ -137,6 +153,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         "render_ms": render_ms,
         "tolerance": view.tolerance(),
         "adapter": ctx.summary().to_string(),
+        "frames": timings,
     });
     let mut out = std::io::stdout().lock();
     writeln!(
@@ -188,4 +205,59 @@ pub fn write_png(path: &Path, image: &image::RgbaImage) -> anyhow::Result<()> {
             .map_err(std::io::Error::other)
     })?;
     Ok(())
+}
+
+/// Median, 95th percentile and maximum of `values` in milliseconds.
+fn summarise(values: &mut [f64]) -> serde_json::Value {
+    if values.is_empty() {
+        return serde_json::Value::Null;
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    serde_json::json!({ "median": at(0.5), "p95": at(0.95), "max": at(1.0) })
+}
+
+/// Times `frames` frames, each selecting anew, uploading and drawing; null for none.
+#[allow(clippy::too_many_arguments)]
+fn time_frames(
+    ctx: &GpuContext,
+    renderer: &mut TerrainRenderer,
+    target: &OffscreenTarget,
+    algorithm: &mut dyn terralod_core::lod::LodAlgorithm,
+    view: &terralod_core::lod::View,
+    settings: &FrameSettings,
+    lines: &DebugLines,
+    frames: u32,
+) -> anyhow::Result<serde_json::Value> {
+    if frames == 0 {
+        return Ok(serde_json::Value::Null);
+    }
+    let timer = GpuTimer::new(ctx);
+    let (mut gpu, mut wall, mut select) = (Vec::new(), Vec::new(), Vec::new());
+    let bar = crate::progress::bar(u64::from(frames), "timing frames");
+    for _ in 0..frames {
+        let selection = algorithm.select(view);
+        let timing = timed_frame(
+            ctx,
+            renderer,
+            target,
+            timer.as_ref(),
+            &selection,
+            settings,
+            lines,
+        )?;
+        select.push(algorithm.stats().select_time.as_secs_f64() * 1e3);
+        wall.push(timing.wall_ms);
+        gpu.extend(timing.gpu_ms);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(serde_json::json!({
+        "count": frames,
+        "gpu_ms": summarise(&mut gpu),
+        "wall_ms": summarise(&mut wall),
+        "select_ms": summarise(&mut select),
+        "bytes_uploaded_per_frame": renderer.upload_stats().bytes_last_frame,
+        "buffers_created": renderer.upload_stats().buffers_created,
+    }))
 }

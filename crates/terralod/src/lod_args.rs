@@ -7,7 +7,7 @@ use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
-    /// LOD algorithm, by its registry name (see `terralod info --algorithms`).
+    /// LOD algorithm, by its registry name (an unknown name lists them all).
     #[arg(long, default_value = "quadtree")]
     pub algo: String,
     /// View-dependent: projected error at most this many pixels.

@@ -862,3 +862,38 @@ impl Pipelines {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Depth of a point `distance` ahead of the eye.
+    fn depth(camera: &Camera, distance: f32) -> f32 {
+        let clip = clip_from_local(camera) * (camera.forward() * distance).extend(1.0);
+        clip.z / clip.w
+    }
+
+    #[test]
+    fn reversed_z_keeps_depth_order_from_one_metre_to_a_hundred_kilometres() {
+        let camera = Camera::new(
+            Vec3::new(0.0, 100.0, 0.0),
+            Vec3::new(1000.0, 0.0, 300.0),
+            60f32.to_radians(),
+            (1920, 1080),
+            1.0,
+            1e6,
+        )
+        .unwrap();
+        assert!(
+            (depth(&camera, 1.0) - 1.0).abs() < 1e-5,
+            "the near plane is at depth 1"
+        );
+        // Points 1 mm apart at 1 m and 10 cm apart at 100 km stay in order.
+        assert!(depth(&camera, 1.0) > depth(&camera, 1.001));
+        assert!(depth(&camera, 100_000.0) > depth(&camera, 100_000.1));
+        assert!(
+            depth(&camera, 100_000.0) > 0.0,
+            "nothing is beyond the far plane"
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! End-to-end tests of `terralod render`: a frame of the built-in terrain with the
+//! defaults, a colour texture that shows, and bad requests refused with one line and
+//! nothing written. GPU runs skip visibly without an adapter unless
+//! `TERRALOD_REQUIRE_GPU=1`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn terralod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(args)
+        .output()
+        .expect("the terralod binary runs")
+}
+
+/// Runs a render that must succeed; `None` (after a SKIPPED line) when there is no adapter.
+fn render_ok(test: &str, args: &[&str]) -> Option<serde_json::Value> {
+    let mut all = vec!["render"];
+    all.extend_from_slice(args);
+    let output = terralod(&all);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success()
+        && stderr.contains("no GPU adapter")
+        && std::env::var("TERRALOD_REQUIRE_GPU").as_deref() != Ok("1")
+    {
+        eprintln!("SKIPPED: {test}: {}", stderr.trim());
+        return None;
+    }
+    assert!(output.status.success(), "terralod {all:?}: {stderr}");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    Some(serde_json::from_str(text.lines().last().expect("a JSON line")).expect("valid JSON"))
+}
+
+fn mean_rgb(path: &Path) -> [f64; 3] {
+    let image = image::open(path).expect("a PNG").to_rgb8();
+    let mut sum = [0.0; 3];
+    for p in image.pixels() {
+        for c in 0..3 {
+            sum[c] += f64::from(p[c]);
+        }
+    }
+    let n = f64::from(image.width() * image.height());
+    sum.map(|s| s / n)
+}
+
+#[test]
+fn the_default_render_is_a_picture_of_terrain_and_sky() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("frame.png");
+    let out_text = out.to_str().unwrap();
+    let Some(summary) = render_ok("default render", &["--size", "320x180", "--out", out_text])
+    else {
+        return;
+    };
+    assert_eq!(summary["algorithm"], "quadtree");
+    assert!(summary["triangles"].as_u64().unwrap() > 1000);
+    let image = image::open(&out).unwrap().to_rgb8();
+    assert_eq!(image.dimensions(), (320, 180));
+    // Sky at the top (bluish), terrain at the bottom (not), many distinct colours.
+    let top = image.get_pixel(160, 2);
+    let bottom = image.get_pixel(160, 170);
+    assert!(top[2] > top[0], "the top row is not sky: {top:?}");
+    assert_ne!(top, bottom);
+    let distinct: std::collections::HashSet<[u8; 3]> = image.pixels().map(|p| p.0).collect();
+    assert!(distinct.len() > 500, "only {} colours", distinct.len());
+}
+
+#[test]
+fn a_colour_texture_colours_the_terrain() {
+    let dir = tempfile::tempdir().unwrap();
+    let texture = dir.path().join("red.png");
+    image::RgbImage::from_pixel(8, 8, image::Rgb([220, 30, 30]))
+        .save(&texture)
+        .unwrap();
+    let plain = dir.path().join("plain.png");
+    let red = dir.path().join("red-frame.png");
+    let common = ["--size", "160x90", "--no-fog"];
+    let Some(_) = render_ok(
+        "texture render",
+        &[&common[..], &["--out", plain.to_str().unwrap()]].concat(),
+    ) else {
+        return;
+    };
+    render_ok(
+        "texture render",
+        &[
+            &common[..],
+            &[
+                "--texture",
+                texture.to_str().unwrap(),
+                "--out",
+                red.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    let (a, b) = (mean_rgb(&plain), mean_rgb(&red));
+    assert!(
+        b[0] - b[1] > a[0] - a[1] + 20.0,
+        "plain {a:?}, textured {b:?}"
+    );
+}
+
+#[test]
+fn bad_requests_are_refused_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("frame.png");
+    let out_text = out.to_str().unwrap();
+    let garbage = dir.path().join("garbage.png");
+    std::fs::write(&garbage, b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let missing = dir.path().join("missing.png");
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["--out", "frame.jpg"], 1, "must be a .png"),
+        (
+            vec!["--algo", "nope", "--out", out_text],
+            1,
+            "unknown algorithm",
+        ),
+        (
+            vec!["--texture", missing.to_str().unwrap(), "--out", out_text],
+            1,
+            "missing.png",
+        ),
+        (
+            vec!["--texture", garbage.to_str().unwrap(), "--out", out_text],
+            1,
+            "garbage.png",
+        ),
+        (vec!["--size", "0x10", "--out", out_text], 2, "positive"),
+        (
+            vec!["--lod-eye", "1,2,3", "--out", out_text],
+            2,
+            "--lod-target",
+        ),
+        (
+            vec!["--pixel-error", "1", "--max-error", "2", "--out", out_text],
+            1,
+            "not both",
+        ),
+        (
+            vec!["--pixel-error", "nan", "--out", out_text],
+            1,
+            "pixel-error",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let mut all = vec!["render"];
+        all.extend_from_slice(&args);
+        let output = terralod(&all);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}

@@ -30,6 +30,9 @@ enum Command {
     /// Render a terrain headless to a PNG (built-in terrain and a default camera when
     /// given nothing).
     Render(commands::render::RenderArgs),
+    /// Fly a camera path and measure every algorithm: time, triangles, memory, measured
+    /// error, cracks (`--check`); `--scaling` over growing procedural terrains.
+    Bench(commands::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => commands::generate::run(&args),
         Command::Mesh(args) => commands::mesh::run(&args),
         Command::Render(args) => commands::render::run(&args),
+        Command::Bench(args) => commands::bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,443 @@
+//! `terralod bench`: the scenario benchmark (R3). Flies a camera path over a terrain and,
+//! for every registered algorithm (or `--algo`), reports selection time, triangles,
+//! vertices, nodes, memory and the projected error measured by the independent oracle;
+//! `--check` runs the crack checker on every frame; `--scaling` repeats the path over
+//! procedural terrains of growing size and the same extent.
+
+mod path;
+mod plot;
+
+use crate::progress;
+use crate::terrain_args::{TerrainArgs, parse_size};
+use anyhow::{Context, bail};
+use clap::Args;
+use glam::Vec3;
+use path::Pose;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+use terralod_core::generate::{GenerateOptions, generate};
+use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
+use terralod_core::{Camera, Heightfield, Pyramid};
+use terralod_testkit::{check_mesh, measure_error};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub terrain: TerrainArgs,
+    /// Algorithms to run, by registry name (repeat the flag); default: every one.
+    #[arg(long = "algo")]
+    pub algos: Vec<String>,
+    /// Projected error bound in pixels.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub pixel_error: f32,
+    /// Frames of the default path.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
+    pub frames: u32,
+    /// Fly these poses instead: a JSON array of {"eye": [x, y, z], "target": [x, y, z]}.
+    #[arg(long, value_name = "FILE.json")]
+    pub path: Option<PathBuf>,
+    /// Viewport in pixels, as WxH.
+    #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
+    pub size: (u32, u32),
+    /// Vertical field of view in degrees.
+    #[arg(long, default_value_t = 60.0)]
+    pub fov_y: f32,
+    /// Near plane distance.
+    #[arg(long, default_value_t = 1.0)]
+    pub near: f32,
+    /// Run the crack checker on every frame's mesh (slow).
+    #[arg(long)]
+    pub check: bool,
+    /// Measure the projected error with the oracle every N frames (0: never).
+    #[arg(long, default_value_t = 50)]
+    pub measure_every: u32,
+    /// Write every figure, per frame too, as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write SVG plots (triangles and selection time along the path; time against size
+    /// with --scaling) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
+    /// Fly the path over procedural terrains of these sizes and one extent instead.
+    #[arg(long)]
+    pub scaling: bool,
+    /// Sizes for --scaling (samples a side).
+    #[arg(long, value_delimiter = ',', default_value = "1025,4097,16385")]
+    pub scaling_sizes: Vec<u32>,
+}
+
+/// Median, 95th percentile and maximum.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Spread {
+    pub median: f64,
+    pub p95: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        if values.is_empty() {
+            return Spread::default();
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        Spread {
+            median: at(0.5),
+            p95: at(0.95),
+            max: at(1.0),
+        }
+    }
+}
+
+/// One frame's figures.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct FrameRecord {
+    /// The part of the default path (low flight, climb, orbit, turn in place).
+    pub phase: &'static str,
+    pub select_ms: f64,
+    pub triangles: u64,
+    pub vertices: u64,
+    pub nodes_visited: u64,
+    /// Max projected error in pixels (oracle), on measured frames.
+    pub measured_px: Option<f64>,
+}
+
+/// One algorithm's run over the path.
+#[derive(Clone, Debug, Serialize)]
+pub struct AlgorithmRun {
+    pub algorithm: String,
+    pub build_ms: f64,
+    pub select_ms: Spread,
+    pub triangles: Spread,
+    pub vertices: Spread,
+    pub nodes_visited: Spread,
+    /// Per-node state and pyramid, bytes per sample (heights not included).
+    pub state_bytes_per_sample: f64,
+    pub pyramid_bytes_per_sample: f64,
+    /// Over the measured frames: the largest projected error and the largest p99.
+    pub measured_max_px: Option<f64>,
+    pub measured_p99_px: Option<f64>,
+    pub measured_frames: usize,
+    /// With --check: frames whose mesh had a defect (cracks, T-junctions, overlaps).
+    pub defective_frames: Option<usize>,
+    /// Largest per-frame jump of a drawn vertex in pixels; only for morphing algorithms.
+    pub popping_px: Option<f64>,
+    pub frames: Vec<FrameRecord>,
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let entries = selected_algorithms(&args.algos)?;
+    if !(args.pixel_error.is_finite() && args.pixel_error > 0.0) {
+        bail!(
+            "--pixel-error {} must be finite and greater than 0",
+            args.pixel_error
+        );
+    }
+    if args.scaling {
+        return run_scaling(args, &entries);
+    }
+    let terrain = args.terrain.load()?;
+    let field = &terrain.heightfield;
+    let poses = match &args.path {
+        Some(path) => path::read_path(path)?,
+        None => path::default_path(field, args.frames as usize),
+    };
+    let (pyramid, pyramid_ms) = timed(|| Pyramid::build(field));
+    let runs = entries
+        .iter()
+        .map(|entry| fly(args, entry, field, &pyramid, pyramid_ms, &poses))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}: {} x {} samples, {} frames, tau = {} px, {} x {}, pyramid {:.1} ms",
+        terrain.name,
+        field.width(),
+        field.height(),
+        poses.len(),
+        args.pixel_error,
+        args.size.0,
+        args.size.1,
+        pyramid_ms
+    )?;
+    write_table(&mut out, &runs)?;
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        plot::along_path(dir, &runs, &poses)?;
+        writeln!(out, "plots written to {}", dir.display())?;
+    }
+    let report = serde_json::json!({
+        "terrain": terrain.name,
+        "size": [field.width(), field.height()],
+        "frames": poses.len(),
+        "pixel_error": args.pixel_error,
+        "viewport": [args.size.0, args.size.1],
+        "pyramid_ms": pyramid_ms,
+        "algorithms": runs,
+    });
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    writeln!(out, "{}", summary_line(&report, &runs))?;
+    Ok(())
+}
+
+fn summary_line(report: &serde_json::Value, runs: &[AlgorithmRun]) -> serde_json::Value {
+    // The last line: the headline figures without the per-frame arrays.
+    let algorithms: Vec<_> = runs
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "algorithm": r.algorithm,
+                "select_ms": r.select_ms,
+                "triangles": r.triangles,
+                "measured_max_px": r.measured_max_px,
+                "defective_frames": r.defective_frames,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "terrain": report["terrain"],
+        "frames": report["frames"],
+        "pixel_error": report["pixel_error"],
+        "algorithms": algorithms,
+    })
+}
+
+fn selected_algorithms(names: &[String]) -> anyhow::Result<Vec<&'static AlgorithmEntry>> {
+    if names.is_empty() {
+        return Ok(lod::REGISTRY.iter().collect());
+    }
+    names
+        .iter()
+        .map(|name| {
+            lod::find(name).with_context(|| {
+                format!("unknown algorithm '{name}' (available: {})", lod::names())
+            })
+        })
+        .collect()
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed().as_secs_f64() * 1e3)
+}
+
+fn camera(args: &BenchArgs, field: &Heightfield, pose: &Pose) -> anyhow::Result<Camera> {
+    let (w, d) = field.world_size();
+    let (lo, hi) = field.world_range();
+    let eye = Vec3::from(pose.eye);
+    let far = [0.0, w]
+        .iter()
+        .flat_map(|&x| [0.0, d].map(move |z| (x, z)))
+        .flat_map(|(x, z)| [lo, hi].map(move |y| eye.distance(Vec3::new(x, y, z))))
+        .fold(2.0 * args.near, f32::max)
+        * 1.01;
+    Camera::new(
+        eye,
+        Vec3::from(pose.target),
+        args.fov_y.to_radians(),
+        args.size,
+        args.near,
+        far,
+    )
+    .with_context(|| format!("camera at {:?} looking at {:?}", pose.eye, pose.target))
+}
+
+/// Flies `poses` with one algorithm.
+fn fly(
+    args: &BenchArgs,
+    entry: &AlgorithmEntry,
+    field: &Heightfield,
+    pyramid: &Pyramid,
+    pyramid_ms: f64,
+    poses: &[Pose],
+) -> anyhow::Result<AlgorithmRun> {
+    let (mut algorithm, build_ms) = timed(|| (entry.build)(field, pyramid, &LodOptions::default()));
+    let bar = progress::bar(poses.len() as u64, format!("{} over the path", entry.name));
+    let mut frames = Vec::with_capacity(poses.len());
+    let (mut measured_max, mut measured_p99, mut measured_frames) = (None::<f64>, None::<f64>, 0);
+    let mut defective = args.check.then_some(0usize);
+    for (i, pose) in poses.iter().enumerate() {
+        let camera = camera(args, field, pose)?;
+        let view = View::screen(camera, args.pixel_error)?;
+        let selection = algorithm.select(&view);
+        let measure = args.measure_every > 0 && i % args.measure_every as usize == 0;
+        let vertices = selection.distinct_vertices() as u64;
+        let mut measured_px = None;
+        if measure || args.check {
+            let mesh = selection.to_mesh(field);
+            if measure {
+                let report = measure_error(field, &mesh, Some(&camera))
+                    .with_context(|| format!("measuring frame {i}"))?;
+                if let Some(projected) = report.projected {
+                    measured_px = Some(projected.max);
+                    measured_max =
+                        Some(measured_max.map_or(projected.max, |m| m.max(projected.max)));
+                    measured_p99 =
+                        Some(measured_p99.map_or(projected.p99, |m| m.max(projected.p99)));
+                    measured_frames += 1;
+                }
+            }
+            if let Some(count) = defective.as_mut() {
+                let report = check_mesh(&mesh, None);
+                if !report.is_watertight() {
+                    *count += 1;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "frame {i}: {} defects, first: {}",
+                        report.defects().len(),
+                        report.defects().first().map_or("", String::as_str)
+                    );
+                }
+            }
+        }
+        let stats = algorithm.stats();
+        frames.push(FrameRecord {
+            phase: path::phase(i, poses.len()),
+            select_ms: stats.select_time.as_secs_f64() * 1e3,
+            triangles: stats.triangles,
+            vertices,
+            nodes_visited: stats.nodes_visited,
+            measured_px,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let spread = |f: fn(&FrameRecord) -> f64| Spread::of(&frames.iter().map(f).collect::<Vec<_>>());
+    let samples = field.len() as f64;
+    Ok(AlgorithmRun {
+        algorithm: entry.name.to_string(),
+        build_ms: build_ms + pyramid_ms,
+        select_ms: spread(|f| f.select_ms),
+        triangles: spread(|f| f.triangles as f64),
+        vertices: spread(|f| f.vertices as f64),
+        nodes_visited: spread(|f| f.nodes_visited as f64),
+        state_bytes_per_sample: algorithm.state_bytes() as f64 / samples,
+        pyramid_bytes_per_sample: pyramid.memory_bytes() as f64 / samples,
+        measured_max_px: measured_max,
+        measured_p99_px: measured_p99,
+        measured_frames,
+        defective_frames: defective,
+        popping_px: None,
+        frames,
+    })
+}
+
+fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "| algorithm | build ms | select ms median / p95 / max | triangles median / max | \
+         vertices median / max | nodes visited median | state B/sample | pyramid B/sample | \
+         measured px max / p99 | defective frames | popping px |"
+    )?;
+    writeln!(out, "|{}", " --- |".repeat(11))?;
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    for r in runs {
+        writeln!(
+            out,
+            "| {} | {:.1} | {:.3} / {:.3} / {:.3} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} | {:.2} | {} / {} | {} | {} |",
+            r.algorithm,
+            r.build_ms,
+            r.select_ms.median,
+            r.select_ms.p95,
+            r.select_ms.max,
+            r.triangles.median,
+            r.triangles.max,
+            r.vertices.median,
+            r.vertices.max,
+            r.nodes_visited.median,
+            r.state_bytes_per_sample,
+            r.pyramid_bytes_per_sample,
+            opt(r.measured_max_px),
+            opt(r.measured_p99_px),
+            r.defective_frames
+                .map_or("-".to_string(), |d| d.to_string()),
+            opt(r.popping_px),
+        )?;
+    }
+    Ok(())
+}
+
+fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Result<()> {
+    terralod_core::io::write_file_atomically(path, |out| {
+        serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::other)?;
+        writeln!(out)
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// `--scaling`: the default path over procedural terrains of each size, one extent.
+fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow::Result<()> {
+    if args.terrain.file.is_some() || args.path.is_some() {
+        bail!("--scaling generates its own terrains and path: give no FILE and no --path");
+    }
+    let extent = GenerateOptions::default().cell_size * 1024.0;
+    let mut rows = Vec::new();
+    let mut poses: Option<Vec<Pose>> = None;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "scaling: procedural terrains over {extent} m, {} frames, tau = {} px",
+        args.frames, args.pixel_error
+    )?;
+    for &size in &args.scaling_sizes {
+        if size < 3 {
+            bail!("--scaling-sizes: {size} is too small");
+        }
+        let bar = progress::spinner(format!("generating {size} x {size}"));
+        let field = generate(&GenerateOptions {
+            size,
+            cell_size: extent / (size - 1) as f32,
+            ..GenerateOptions::default()
+        })
+        .with_context(|| format!("generating {size} x {size}"))?;
+        bar.finish_and_clear();
+        // The path is planned on the first terrain so every size flies the same poses.
+        let poses = poses.get_or_insert_with(|| path::default_path(&field, args.frames as usize));
+        let (pyramid, pyramid_ms) = timed(|| Pyramid::build(&field));
+        for entry in entries {
+            let run = fly(args, entry, &field, &pyramid, pyramid_ms, poses)?;
+            writeln!(
+                out,
+                "{size:>6}² {:<10} select median {:.3} ms, p95 {:.3} ms, triangles median {:.0}, \
+                 nodes visited median {:.0}",
+                run.algorithm,
+                run.select_ms.median,
+                run.select_ms.p95,
+                run.triangles.median,
+                run.nodes_visited.median
+            )?;
+            rows.push((size, run));
+        }
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        plot::scaling(dir, &rows)?;
+        writeln!(out, "plot written to {}", dir.display())?;
+    }
+    let summary: Vec<_> = rows
+        .iter()
+        .map(|(size, r)| {
+            serde_json::json!({
+                "size": size,
+                "algorithm": r.algorithm,
+                "select_ms": r.select_ms,
+                "triangles": r.triangles,
+                "nodes_visited": r.nodes_visited,
+                "build_ms": r.build_ms,
+            })
+        })
+        .collect();
+    let report = serde_json::json!({ "scaling": summary });
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    writeln!(out, "{report}")?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The camera path the scenario benchmark flies: a deterministic default over any terrain
+//! (low flight, climb, orbit, turning in place), or poses read from a JSON file.
+
+use anyhow::{Context, bail};
+use glam::Vec3;
+use std::path::Path;
+use terralod_core::Heightfield;
+use terralod_core::query::height_at;
+
+/// One frame's eye and target, world coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Pose {
+    pub eye: [f32; 3],
+    pub target: [f32; 3],
+}
+
+impl Pose {
+    fn new(eye: Vec3, target: Vec3) -> Pose {
+        Pose {
+            eye: eye.to_array(),
+            target: target.to_array(),
+        }
+    }
+}
+
+/// Which part of the default path a frame belongs to.
+pub fn phase(frame: usize, frames: usize) -> &'static str {
+    let t = frame as f32 / frames.max(1) as f32;
+    if t < LOW_FLIGHT {
+        "low flight"
+    } else if t < CLIMB {
+        "climb"
+    } else if t < ORBIT {
+        "orbit"
+    } else {
+        "turn in place"
+    }
+}
+
+/// Where each phase ends, as a fraction of the path.
+const LOW_FLIGHT: f32 = 0.35;
+const CLIMB: f32 = 0.55;
+const ORBIT: f32 = 0.85;
+
+/// `frames` poses over `field`: a low flight west to east across the middle, following
+/// the ground at a clearance of 0.5 % of the terrain's span, then a climb to above the
+/// highest point, an orbit around the centre, and a full turn in place.
+pub fn default_path(field: &Heightfield, frames: usize) -> Vec<Pose> {
+    let (w, d) = field.world_size();
+    let (lo, hi) = field.world_range();
+    let span = w.max(d);
+    let clearance = 0.005 * span + 0.02 * (hi - lo);
+    let ground = |x: f32, z: f32| height_at(field, x, z).unwrap_or(lo);
+    let centre = Vec3::new(0.5 * w, lo, 0.5 * d);
+    let orbit_radius = 0.45 * span;
+    let orbit_height = hi + 0.15 * span;
+    let mut poses = Vec::with_capacity(frames);
+    for frame in 0..frames {
+        let t = frame as f32 / frames.max(1) as f32;
+        let pose = if t < LOW_FLIGHT {
+            let s = t / LOW_FLIGHT;
+            let x = w * (0.1 + 0.75 * s);
+            let z = d * (0.5 + 0.1 * (s * std::f32::consts::TAU).sin());
+            // Fly above the highest ground a little ahead, so hills do not hit the eye.
+            let ahead = (0..=4)
+                .map(|k| ground((x + 0.01 * span * k as f32).min(w), z))
+                .fold(lo, f32::max);
+            let eye = Vec3::new(x, ahead + clearance, z);
+            let target = Vec3::new(x + 0.1 * span, ahead, z);
+            Pose::new(eye, target)
+        } else if t < CLIMB {
+            let s = (t - LOW_FLIGHT) / (CLIMB - LOW_FLIGHT);
+            let start = Vec3::new(0.85 * w, ground(0.85 * w, 0.5 * d) + clearance, 0.5 * d);
+            let end = centre + Vec3::new(orbit_radius, orbit_height - lo, 0.0);
+            let eye = start.lerp(end, s);
+            let target = eye.lerp(centre, 0.5) + Vec3::new(0.0, -0.1 * span, 0.0);
+            Pose::new(eye, target)
+        } else if t < ORBIT {
+            let s = (t - CLIMB) / (ORBIT - CLIMB);
+            let angle = s * std::f32::consts::TAU;
+            let eye = centre
+                + Vec3::new(
+                    orbit_radius * angle.cos(),
+                    orbit_height - lo,
+                    orbit_radius * angle.sin(),
+                );
+            Pose::new(eye, centre)
+        } else {
+            let s = (t - ORBIT) / (1.0 - ORBIT);
+            let eye = centre + Vec3::new(orbit_radius, orbit_height - lo, 0.0);
+            let angle = std::f32::consts::PI + s * std::f32::consts::TAU;
+            let look = Vec3::new(angle.cos(), -0.35, angle.sin());
+            Pose::new(eye, eye + look * span * 0.2)
+        };
+        poses.push(pose);
+    }
+    poses
+}
+
+/// Poses from a JSON file: an array of `{"eye": [x, y, z], "target": [x, y, z]}`.
+pub fn read_path(path: &Path) -> anyhow::Result<Vec<Pose>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read the camera path", path.display()))?;
+    let poses: Vec<Pose> = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a camera path (expected [{{\"eye\": [x, y, z], \"target\": [x, y, z]}}, ...])",
+            path.display()
+        )
+    })?;
+    if poses.is_empty() {
+        bail!("{}: the camera path has no poses", path.display());
+    }
+    if let Some(i) = poses
+        .iter()
+        .position(|p| p.eye.iter().chain(&p.target).any(|v| !v.is_finite()) || p.eye == p.target)
+    {
+        bail!(
+            "{}: pose {i} is not usable (a non-finite value, or the eye on its target)",
+            path.display()
+        );
+    }
+    Ok(poses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use terralod_core::generate::{GenerateOptions, generate};
+
+    #[test]
+    fn the_default_path_stays_above_the_ground_and_is_deterministic() {
+        let field = generate(&GenerateOptions {
+            size: 129,
+            ..GenerateOptions::default()
+        })
+        .unwrap();
+        let path = default_path(&field, 600);
+        assert_eq!(path.len(), 600);
+        assert_eq!(path, default_path(&field, 600));
+        for (i, pose) in path.iter().enumerate() {
+            let eye = Vec3::from(pose.eye);
+            if let Some(ground) = height_at(&field, eye.x, eye.z) {
+                assert!(
+                    eye.y > ground,
+                    "frame {i} ({}) is underground",
+                    phase(i, 600)
+                );
+            }
+            assert_ne!(pose.eye, pose.target);
+        }
+        let phases: std::collections::BTreeSet<_> = (0..600).map(|i| phase(i, 600)).collect();
+        assert_eq!(phases.len(), 4);
+    }
+}

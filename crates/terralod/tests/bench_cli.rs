@@ -1,0 +1,128 @@
+//! End-to-end tests of `terralod bench`: a short flight over a small terrain with the crack
+//! checker and the error oracle on, its JSON and plots, a path file, and bad requests.
+
+use std::process::{Command, Output};
+
+fn terralod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(args)
+        .output()
+        .expect("the terralod binary runs")
+}
+
+fn small_terrain(dir: &std::path::Path) -> String {
+    let path = dir.join("small.png");
+    let output = terralod(&["generate", "--size", "129", "--out", path.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    path.display().to_string()
+}
+
+#[test]
+fn a_short_flight_is_crack_free_within_tau_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let terrain = small_terrain(dir.path());
+    let json = dir.path().join("bench.json");
+    let plots = dir.path().join("plots");
+    let output = terralod(&[
+        "bench",
+        &terrain,
+        "--cell-size",
+        "240",
+        "--height-scale",
+        "0.04",
+        "--frames",
+        "24",
+        "--measure-every",
+        "4",
+        "--check",
+        "--size",
+        "320x180",
+        "--json",
+        json.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("| quadtree |"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = &report["algorithms"][0];
+    assert_eq!(run["algorithm"], "quadtree");
+    assert_eq!(run["frames"].as_array().unwrap().len(), 24);
+    assert_eq!(run["defective_frames"], 0);
+    assert_eq!(run["measured_frames"], 6);
+    let measured = run["measured_max_px"].as_f64().unwrap();
+    assert!(measured <= 1.0, "measured {measured} px > tau");
+    assert!(run["triangles"]["median"].as_f64().unwrap() > 0.0);
+    for plot in ["triangles.svg", "select-time.svg"] {
+        let svg = std::fs::read_to_string(plots.join(plot)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("quadtree"),
+            "{plot}"
+        );
+    }
+}
+
+#[test]
+fn a_path_file_is_flown_and_bad_requests_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let terrain = small_terrain(dir.path());
+    let path = dir.path().join("path.json");
+    std::fs::write(
+        &path,
+        r#"[{"eye": [200, 3000, 200], "target": [2000, 0, 2000]},
+            {"eye": [300, 3000, 300], "target": [2000, 0, 2000]}]"#,
+    )
+    .unwrap();
+    let output = terralod(&["bench", &terrain, "--path", path.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let last = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let summary: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(summary["frames"], 2);
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"[{"eye": [1, 2, 3], "target": [1, 2, 3]}]"#).unwrap();
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{not json").unwrap();
+    for (args, message) in [
+        (
+            vec!["bench", &terrain, "--algo", "nope"],
+            "unknown algorithm",
+        ),
+        (
+            vec!["bench", &terrain, "--path", bad.to_str().unwrap()],
+            "not usable",
+        ),
+        (
+            vec!["bench", &terrain, "--path", garbage.to_str().unwrap()],
+            "not a camera path",
+        ),
+        (vec!["bench", &terrain, "--scaling"], "--scaling generates"),
+        (
+            vec!["bench", &terrain, "--pixel-error", "0"],
+            "greater than 0",
+        ),
+    ] {
+        let output = terralod(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}

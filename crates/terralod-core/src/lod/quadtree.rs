@@ -3,12 +3,14 @@
 //!
 //! # Selection (Q2)
 //!
-//! From the root, in one pass: the frustum test (outside → invisible; fully inside → no
-//! more tests below), then the error test: a node is drawn when its drawn-error bound passes
-//! the view ([`View::accepts`]), else subdivided. Leaves (3 × 3 samples, error 0) are not
-//! tested: a subdivided node of the last level above them draws all its stored leaves (its
-//! box is a conservative box for their culling). A subdivided node none of whose descendants is drawn (all culled: a box that touches
-//! the frustum while none of its children do) is drawn itself; nothing of it is in view.
+//! From the root, in one pass: the frustum test (outside → invisible; a node is tested only
+//! against the planes its parent crosses, as it lies inside the others), then the error
+//! test: a node is drawn when its drawn-error bound passes the view ([`View::accepts`]),
+//! else subdivided. Leaves (3 × 3 samples, error 0) are not tested: a subdivided node of the
+//! last level above them draws all its stored leaves (its box is a conservative box for
+//! their culling). A subdivided node none of whose descendants is drawn (all culled: a box
+//! that touches the frustum while none of its children do) is drawn itself; nothing of it
+//! is in view.
 //! A smaller τ never gives a coarser mesh where it is seen: every vertex in view stays. The
 //! triangle count is monotone in τ without culling; with culling, refining a partly
 //! visible node keeps only its visible children, which can be fewer triangles.
@@ -40,13 +42,20 @@
 //! or absent keeps its own midpoint. Both sides then list the same vertices on every edge
 //! segment they share: no T-junction at any level difference.
 //!
+//! Every node is drawn as its plain fan during the selection, and a node that ends up
+//! subdivided sets a side bit in the words of its same-level neighbours. After the
+//! selection only the drawn nodes with a side bit are stitched: their fan is rebuilt, its
+//! first 8 triangles over the plain fan's, the others appended. Most drawn nodes have no
+//! finer neighbour, so most fans are written once and need no neighbour lookup at all.
+//!
 //! # Node states (Q3)
 //!
 //! One `u32` per non-leaf node holds the state (2 bits), which of its children are drawn
-//! (4 bits: the leaves have no word of their own) and the frame stamp (26 bits). A word
-//! with another stamp is from an earlier frame and reads as "not reached", so the states
-//! are never cleared; only when the 26-bit stamp wraps (every 67 million frames) is the
-//! array zeroed once, so an old stamp can never alias. Non-leaf nodes are about a third of
+//! (4 bits: the leaves have no word of their own), which of its sides face a subdivided
+//! neighbour (4 bits) and the frame stamp (22 bits). A word with another stamp is from an
+//! earlier frame and reads as "not reached", so the states are never cleared; only when the
+//! 22-bit stamp wraps (every 4 million frames, 19 hours at 60 Hz) is the array zeroed once,
+//! so an old stamp can never alias. Non-leaf nodes are about a third of
 //! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample (at
 //! most 0.5 when both sides have 16 samples or more; a strip a few samples wide pays more,
 //! 1.6 bytes for 3 × 40, as every level keeps at least one 2 × 2 block of nodes across it).
@@ -54,8 +63,7 @@
 //! stitching touch few cache lines; the node's box and drawn-error bound are a 12-byte
 //! static record built once, like the pyramid (1 more byte per sample). Both arrays
 //! use the same tiled Morton layout (`Layout`): four siblings are adjacent, and a
-//! subtree three levels deep is one contiguous tile. Drawn leaves are emitted during the
-//! selection (their fans need no neighbour states); drawn non-leaf nodes after it.
+//! subtree three levels deep is one contiguous tile.
 //!
 //! # Padding
 //!
@@ -151,6 +159,7 @@ pub struct QuadtreeLod<'a> {
     extent: (u32, u32),
     vertices: GridVertices,
     stamp: u32,
+    /// The non-leaf nodes drawn this frame, in drawing order, for the stitching pass.
     drawn: Vec<DrawnNode>,
     ring: Vec<u32>,
     edge: Vec<u32>,
@@ -284,7 +293,8 @@ impl<'a> QuadtreeLod<'a> {
         *word = current | 1 << (SIDE_SHIFT + side);
     }
 
-    /// Selection pass over one stored non-leaf node (record and state word at `i`);
+    /// Selection pass over one stored non-leaf node (record and state word at `i`; `planes`:
+    /// the frustum planes its parent crosses, see [`Frustum::classify_planes`]);
     /// returns whether anything below it (or it) is drawn. Leaves are drawn with their
     /// parent's tests: they have error 0, and their parent's box is a conservative box for
     /// their culling.
@@ -295,7 +305,7 @@ impl<'a> QuadtreeLod<'a> {
         ix: u32,
         iz: u32,
         i: usize,
-        inside: bool,
+        planes: u8,
     ) -> bool {
         self.stats.nodes_visited += 1;
         let size = self.shape[level].2;
@@ -310,15 +320,15 @@ impl<'a> QuadtreeLod<'a> {
                 (z0 + size) as f32 * cell,
             ),
         };
-        let mut inside = inside;
+        // Only the planes the parent crosses: it is inside the others, and so is this node.
+        let mut planes = planes;
         let mut outside = false;
         if let Some(frustum) = pass.frustum
-            && !inside
+            && planes != 0
         {
-            match frustum.classify(&aabb) {
-                Containment::Outside => outside = true,
-                Containment::Inside => inside = true,
-                Containment::Intersecting => {}
+            match frustum.classify_planes(&aabb, planes) {
+                None => outside = true,
+                Some(crossing) => planes = crossing,
             }
         }
         if outside && pass.view.cull() {
@@ -356,7 +366,7 @@ impl<'a> QuadtreeLod<'a> {
             for (k, (dx, dz)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
                 let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
                 if cx < cnx && cz < cnz {
-                    any |= self.visit(pass, level + 1, cx, cz, first_child + k, inside);
+                    any |= self.visit(pass, level + 1, cx, cz, first_child + k, planes);
                 }
             }
             if any {
@@ -457,7 +467,7 @@ impl<'a> QuadtreeLod<'a> {
     }
 
     /// Appends the unstitched fan (8 triangles) of the node with corner `(x0, z0)` and
-    /// half-side `half`, counter-clockwise seen from above, in the ring order of `emit`.
+    /// half-side `half`, counter-clockwise seen from above, in the ring order of `stitch`.
     #[inline]
     fn emit_plain(&mut self, x0: u32, z0: u32, half: u32) {
         let step = half * self.vertices.stride;
@@ -596,7 +606,7 @@ impl LodAlgorithm for QuadtreeLod<'_> {
             }
         } else {
             let root = self.layouts[0].index(0, 0);
-            self.visit(&pass, 0, 0, 0, root, false);
+            self.visit(&pass, 0, 0, 0, root, Frustum::ALL_PLANES);
         }
         let drawn = std::mem::take(&mut self.drawn);
         for &node in &drawn {

@@ -558,15 +558,14 @@ impl<'a> QuadtreeLod<'a> {
         let centre = corner + size / 2 * (stride + 1);
         // Close the ring so triangle `t` is `(centre, ring[t], ring[t + 1])`.
         self.ring.push(corner);
-        let ring = &self.ring;
         let first = node.first as usize;
         let in_place = &mut self.indices[first..first + 24];
-        for (t, triangle) in in_place.chunks_exact_mut(3).enumerate() {
-            triangle.copy_from_slice(&[centre, ring[t], ring[t + 1]]);
+        let mut edges = self.ring.windows(2);
+        for (triangle, edge) in in_place.chunks_exact_mut(3).zip(&mut edges) {
+            triangle.copy_from_slice(&[centre, edge[0], edge[1]]);
         }
-        for t in 8..ring.len() - 1 {
-            self.indices
-                .extend_from_slice(&[centre, ring[t], ring[t + 1]]);
+        for edge in edges {
+            self.indices.extend_from_slice(&[centre, edge[0], edge[1]]);
         }
     }
 }

@@ -38,8 +38,28 @@ impl Frustum {
     /// [`Containment::Intersecting`]). [`Containment::Inside`] means every point of the
     /// box is inside all six planes.
     pub fn classify(&self, aabb: &Aabb) -> Containment {
-        let mut inside = true;
-        for plane in &self.planes {
+        match self.classify_planes(aabb, Frustum::ALL_PLANES) {
+            None => Containment::Outside,
+            Some(0) => Containment::Inside,
+            Some(_) => Containment::Intersecting,
+        }
+    }
+
+    /// Bits of all six planes, for [`Frustum::classify_planes`].
+    pub const ALL_PLANES: u8 = 0b11_1111;
+
+    /// [`Frustum::classify`] against the planes whose bits are set in `planes` (bit `i`:
+    /// plane `i`) only: `None` when the box is outside one of them, else the planes among
+    /// them that it crosses (0: inside all). A box inside a plane has every box nested in
+    /// it inside too, so a hierarchy tests a child against the planes its parent crosses.
+    #[inline]
+    pub fn classify_planes(&self, aabb: &Aabb, planes: u8) -> Option<u8> {
+        let mut crossing = 0;
+        for (i, plane) in self.planes.iter().enumerate() {
+            let bit = 1 << i;
+            if planes & bit == 0 {
+                continue;
+            }
             let normal = plane.truncate();
             let positive = normal.cmpge(Vec3::ZERO);
             // The corner furthest along the normal, and the one furthest against it.
@@ -48,16 +68,12 @@ impl Frustum {
             let reach = normal.dot(far_corner) + plane.w;
             let scale = normal.abs().dot(far_corner.abs()) + plane.w.abs();
             if reach < -OUTSIDE_SLACK * scale {
-                return Containment::Outside;
+                return None;
             }
             if normal.dot(near_corner) + plane.w < 0.0 {
-                inside = false;
+                crossing |= bit;
             }
         }
-        if inside {
-            Containment::Inside
-        } else {
-            Containment::Intersecting
-        }
+        Some(crossing)
     }
 }

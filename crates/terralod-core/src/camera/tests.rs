@@ -278,6 +278,33 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
+    fn a_nested_box_tested_against_its_parents_crossed_planes_classifies_alike(
+        camera in arbitrary_camera(),
+        offset in prop::array::uniform3(-150.0f32..150.0),
+        size in prop::array::uniform3(1.0f32..120.0),
+        from in prop::array::uniform3(0.01f32..=0.99),
+        to in prop::array::uniform3(0.01f32..=0.99),
+    ) {
+        // A quadtree tests a child only against the planes its parent crosses. The child
+        // keeps 1 % of the parent's size clear of its faces (at least 0.01 along any plane
+        // normal, far above the rounding), so no plane can tell them apart by rounding.
+        let parent = box_near(&camera, offset, size);
+        let frustum = camera.frustum();
+        let Some(crossed) = frustum.classify_planes(&parent, Frustum::ALL_PLANES) else {
+            return Ok(());
+        };
+        let span = parent.max - parent.min;
+        let (a, b) = (Vec3::from(from), Vec3::from(to));
+        let child = Aabb::new(parent.min + span * a.min(b), parent.min + span * a.max(b));
+        let masked = match frustum.classify_planes(&child, crossed) {
+            None => Containment::Outside,
+            Some(0) => Containment::Inside,
+            Some(_) => Containment::Intersecting,
+        };
+        prop_assert_eq!(masked, frustum.classify(&child));
+    }
+
+    #[test]
     fn classify_never_culls_a_visible_point(
         camera in arbitrary_camera(),
         offset in prop::array::uniform3(-150.0f32..150.0),

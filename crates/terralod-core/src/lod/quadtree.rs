@@ -3,12 +3,14 @@
 //!
 //! # Selection (Q2)
 //!
-//! From the root, in one pass: the frustum test (outside → invisible; fully inside → no
-//! more tests below), then the error test: a node is drawn when its drawn-error bound passes
-//! the view ([`View::accepts`]), else subdivided. Leaves (3 × 3 samples, error 0) are not
-//! tested: a subdivided node of the last level above them draws all its stored leaves (its
-//! box is a conservative box for their culling). A subdivided node none of whose descendants is drawn (all culled: a box that touches
-//! the frustum while none of its children do) is drawn itself; nothing of it is in view.
+//! From the root, in one pass: the frustum test (outside → invisible; a node is tested only
+//! against the planes its parent crosses, as it lies inside the others), then the error
+//! test: a node is drawn when its drawn-error bound passes the view ([`View::accepts`]),
+//! else subdivided. Leaves (3 × 3 samples, error 0) are not tested: a subdivided node of the
+//! last level above them draws all its stored leaves (its box is a conservative box for
+//! their culling). A subdivided node none of whose descendants is drawn (all culled: a box
+//! that touches the frustum while none of its children do) is drawn itself; nothing of it
+//! is in view.
 //! A smaller τ never gives a coarser mesh where it is seen: every vertex in view stays. The
 //! triangle count is monotone in τ without culling; with culling, refining a partly
 //! visible node keeps only its visible children, which can be fewer triangles.
@@ -40,13 +42,20 @@
 //! or absent keeps its own midpoint. Both sides then list the same vertices on every edge
 //! segment they share: no T-junction at any level difference.
 //!
+//! Every node is drawn as its plain fan during the selection, and a node that ends up
+//! subdivided sets a side bit in the words of its same-level neighbours. After the
+//! selection only the drawn nodes with a side bit are stitched: their fan is rebuilt, its
+//! first 8 triangles over the plain fan's, the others appended. Most drawn nodes have no
+//! finer neighbour, so most fans are written once and need no neighbour lookup at all.
+//!
 //! # Node states (Q3)
 //!
 //! One `u32` per non-leaf node holds the state (2 bits), which of its children are drawn
-//! (4 bits: the leaves have no word of their own) and the frame stamp (26 bits). A word
-//! with another stamp is from an earlier frame and reads as "not reached", so the states
-//! are never cleared; only when the 26-bit stamp wraps (every 67 million frames) is the
-//! array zeroed once, so an old stamp can never alias. Non-leaf nodes are about a third of
+//! (4 bits: the leaves have no word of their own), which of its sides face a subdivided
+//! neighbour (4 bits) and the frame stamp (22 bits). A word with another stamp is from an
+//! earlier frame and reads as "not reached", so the states are never cleared; only when the
+//! 22-bit stamp wraps (every 4 million frames, 19 hours at 60 Hz) is the array zeroed once,
+//! so an old stamp can never alias. Non-leaf nodes are about a third of
 //! the leaves, a leaf covers 4 samples: 4 bytes / 12 samples ≈ 0.33 bytes per sample (at
 //! most 0.5 when both sides have 16 samples or more; a strip a few samples wide pays more,
 //! 1.6 bytes for 3 × 40, as every level keeps at least one 2 × 2 block of nodes across it).
@@ -54,8 +63,7 @@
 //! stitching touch few cache lines; the node's box and drawn-error bound are a 12-byte
 //! static record built once, like the pyramid (1 more byte per sample). Both arrays
 //! use the same tiled Morton layout (`Layout`): four siblings are adjacent, and a
-//! subtree three levels deep is one contiguous tile. Drawn leaves are emitted during the
-//! selection (their fans need no neighbour states); drawn non-leaf nodes after it.
+//! subtree three levels deep is one contiguous tile.
 //!
 //! # Padding
 //!
@@ -76,16 +84,23 @@ use glam::Vec3;
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// Bits of a state word: state, drawn-children mask, frame stamp.
+/// Bits of a state word: state, drawn-children mask, finer-neighbour sides, frame stamp.
 const STATE_MASK: u32 = 0b11;
 const CHILD_SHIFT: u32 = 2;
-const STAMP_SHIFT: u32 = 6;
+const SIDE_SHIFT: u32 = 6;
+const SIDE_MASK: u32 = 0b1111 << SIDE_SHIFT;
+const STAMP_SHIFT: u32 = 10;
 /// Stamps run `1..STAMP_LIMIT`; 0 is never current, so a zeroed array reads as unreached.
 const STAMP_LIMIT: u32 = 1 << (32 - STAMP_SHIFT);
 
 const SUBDIVIDED: u32 = 1;
 const DRAW: u32 = 2;
 const INVISIBLE: u32 = 3;
+
+/// The sides of a node in the order its fan walks them (counter-clockwise seen from above):
+/// towards −x, +z, +x, −z. Bit `side` of a word's side mask says the same-level neighbour
+/// there is subdivided this frame.
+const SIDES: [(i32, i32); 4] = [(-1, 0), (0, 1), (1, 0), (0, -1)];
 
 /// Which side of a node faces the edge being stitched: the children along it are
 /// `(2x + offset, 2z + k)` on a vertical side, `(2x + k, 2z + offset)` on a horizontal one.
@@ -104,12 +119,16 @@ struct NodeRecord {
     drawn_error: f32,
 }
 
-/// A node drawn this frame.
+/// A non-leaf node drawn this frame, with where its plain fan sits in the index buffer.
 #[derive(Clone, Copy, Debug)]
 struct DrawnNode {
     level: u32,
     ix: u32,
     iz: u32,
+    /// Slot of its state word.
+    slot: u32,
+    /// First index of its plain fan.
+    first: u32,
 }
 
 /// The per-frame inputs of the selection pass.
@@ -140,6 +159,7 @@ pub struct QuadtreeLod<'a> {
     extent: (u32, u32),
     vertices: GridVertices,
     stamp: u32,
+    /// The non-leaf nodes drawn this frame, in drawing order, for the stitching pass.
     drawn: Vec<DrawnNode>,
     ring: Vec<u32>,
     edge: Vec<u32>,
@@ -210,17 +230,85 @@ impl<'a> QuadtreeLod<'a> {
             .then(|| self.layouts[level].index(ix, iz))
     }
 
+    /// Writes a node's state, keeping the finer-neighbour sides its neighbours set this
+    /// frame.
+    #[inline(always)]
     fn set_word(&mut self, level: usize, index: usize, state: u32, children: u32) {
-        self.states[level][index] = (self.stamp << STAMP_SHIFT) | (children << CHILD_SHIFT) | state;
+        let stamp = self.stamp;
+        let word = &mut self.states[level][index];
+        let sides = if *word >> STAMP_SHIFT == stamp {
+            *word & SIDE_MASK
+        } else {
+            0
+        };
+        *word = (stamp << STAMP_SHIFT) | sides | (children << CHILD_SHIFT) | state;
     }
 
-    /// Selection pass over one stored non-leaf node; returns whether anything below it (or
-    /// it) is drawn. Leaves are drawn with their parent's tests: they have error 0, and
-    /// their parent's box is a conservative box for their culling.
-    fn visit(&mut self, pass: &Pass<'_>, level: usize, ix: u32, iz: u32, inside: bool) -> bool {
+    /// Tells the stored same-level neighbours of the subdivided node `(ix, iz)` (state word
+    /// at `slot`) that they face a finer side: each gets the side facing back. Its siblings
+    /// sit at `slot ^ 1` (across x) and `slot ^ 2` (across z) in the Morton tiles. A word not
+    /// yet written this frame reads as unreached with that side.
+    fn mark_neighbours(&mut self, level: usize, ix: u32, iz: u32, slot: usize) {
+        let (nx, nz, _) = self.shape[level];
+        let layout = self.layouts[level];
+        // Side bits as in `SIDES`: the neighbour towards +x gets its −x side (0), and so on.
+        let (x_sibling, x_cousin) = if ix & 1 == 0 {
+            ((ix + 1, 0), ix.checked_sub(1).map(|x| (x, 2)))
+        } else {
+            ((ix - 1, 2), Some((ix + 1, 0)))
+        };
+        let (z_sibling, z_cousin) = if iz & 1 == 0 {
+            ((iz + 1, 3), iz.checked_sub(1).map(|z| (z, 1)))
+        } else {
+            ((iz - 1, 1), Some((iz + 1, 3)))
+        };
+        if x_sibling.0 < nx {
+            self.mark(level, slot ^ 1, x_sibling.1);
+        }
+        if z_sibling.0 < nz {
+            self.mark(level, slot ^ 2, z_sibling.1);
+        }
+        if let Some((x, side)) = x_cousin
+            && x < nx
+        {
+            self.mark(level, layout.index(x, iz), side);
+        }
+        if let Some((z, side)) = z_cousin
+            && z < nz
+        {
+            self.mark(level, layout.index(ix, z), side);
+        }
+    }
+
+    /// Sets side bit `side` in the word at `slot`, stamping a word of an earlier frame.
+    #[inline(always)]
+    fn mark(&mut self, level: usize, slot: usize, side: u32) {
+        let stamp = self.stamp;
+        let word = &mut self.states[level][slot];
+        let current = if *word >> STAMP_SHIFT == stamp {
+            *word
+        } else {
+            stamp << STAMP_SHIFT
+        };
+        *word = current | 1 << (SIDE_SHIFT + side);
+    }
+
+    /// Selection pass over one stored non-leaf node (record and state word at `i`; `planes`:
+    /// the frustum planes its parent crosses, see [`Frustum::classify_planes`]);
+    /// returns whether anything below it (or it) is drawn. Leaves are drawn with their
+    /// parent's tests: they have error 0, and their parent's box is a conservative box for
+    /// their culling.
+    fn visit(
+        &mut self,
+        pass: &Pass<'_>,
+        level: usize,
+        ix: u32,
+        iz: u32,
+        i: usize,
+        planes: u8,
+    ) -> bool {
         self.stats.nodes_visited += 1;
         let size = self.shape[level].2;
-        let i = self.layouts[level].index(ix, iz);
         let record = self.nodes[level][i];
         let (x0, z0) = (ix * size, iz * size);
         let cell = self.pyramid.mapping().cell_size;
@@ -232,15 +320,15 @@ impl<'a> QuadtreeLod<'a> {
                 (z0 + size) as f32 * cell,
             ),
         };
-        let mut inside = inside;
+        // Only the planes the parent crosses: it is inside the others, and so is this node.
+        let mut planes = planes;
         let mut outside = false;
         if let Some(frustum) = pass.frustum
-            && !inside
+            && planes != 0
         {
-            match frustum.classify(&aabb) {
-                Containment::Outside => outside = true,
-                Containment::Inside => inside = true,
-                Containment::Intersecting => {}
+            match frustum.classify_planes(&aabb, planes) {
+                None => outside = true,
+                Some(crossing) => planes = crossing,
             }
         }
         if outside && pass.view.cull() {
@@ -268,17 +356,21 @@ impl<'a> QuadtreeLod<'a> {
                     }
                 }
                 self.set_word(level, i, SUBDIVIDED, mask);
+                self.mark_neighbours(level, ix, iz, i);
                 return true;
             }
             self.set_word(level, i, SUBDIVIDED, 0);
+            // Four siblings are adjacent in the Morton tiles, in this order.
+            let first_child = self.layouts[level + 1].index(2 * ix, 2 * iz);
             let mut any = false;
-            for (dx, dz) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+            for (k, (dx, dz)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
                 let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
                 if cx < cnx && cz < cnz {
-                    any |= self.visit(pass, level + 1, cx, cz, inside);
+                    any |= self.visit(pass, level + 1, cx, cz, first_child + k, planes);
                 }
             }
             if any {
+                self.mark_neighbours(level, ix, iz, i);
                 return true;
             }
             if beyond {
@@ -287,12 +379,17 @@ impl<'a> QuadtreeLod<'a> {
                 return false;
             }
         }
+        // Drawn: its plain fan now, while its corner is at hand; the stitching pass rewrites
+        // it if a neighbour turns out finer.
         self.set_word(level, i, DRAW, 0);
         self.drawn.push(DrawnNode {
             level: level as u32,
             ix,
             iz,
+            slot: i as u32,
+            first: self.indices.len() as u32,
         });
+        self.emit_plain(x0, z0, size / 2);
         true
     }
 
@@ -304,30 +401,46 @@ impl<'a> QuadtreeLod<'a> {
         (word >> STAMP_SHIFT == self.stamp).then_some(word)
     }
 
-    /// Pushes the positions (along the shared line) of every vertex the subtree of the
-    /// subdivided non-leaf node `(level, ix, iz)` (state word `word`) draws on its side
-    /// `facing`, after `start` and up to its far end.
+    /// Pushes the positions (cells from the shared line's start) of every vertex the
+    /// subtree of the subdivided non-leaf node `(level, ix, iz)` (state word `word`) draws on
+    /// its side `facing`, after `start` and up to its far end.
     fn collect(&mut self, level: usize, ix: u32, iz: u32, word: u32, facing: Facing, start: u32) {
         let half = self.shape[level].2 / 2;
         let (o, x, z) = (facing.offset, 2 * ix, 2 * iz);
-        let children = if facing.vertical {
-            [(x + o, z, start), (x + o, z + 1, start + half)]
+        // The two children along the side, and their bits in the Morton order of siblings
+        // (x in bit 0, z in bit 1): slots `first_child + bit`, bits of the leaves' mask.
+        let (children, bits) = if facing.vertical {
+            ([(x + o, z), (x + o, z + 1)], [o, 2 + o])
         } else {
-            [(x, z + o, start), (x + 1, z + o, start + half)]
+            ([(x, z + o), (x + 1, z + o)], [2 * o, 2 * o + 1])
         };
-        for (cx, cz, from) in children {
-            let drawn = if level + 1 == self.finest {
+        let child_level = level + 1;
+        let leaves = child_level == self.finest;
+        let first_child = if leaves {
+            0
+        } else {
+            self.layouts[child_level].index(x, z)
+        };
+        let (cnx, cnz, _) = self.shape[child_level];
+        for (k, (cx, cz)) in children.into_iter().enumerate() {
+            let from = start + k as u32 * half;
+            let drawn = if leaves {
                 // A leaf: drawn when its bit is set (only stored leaves get one).
-                word >> CHILD_SHIFT & (1 << ((cz & 1) * 2 + (cx & 1))) != 0
-            } else {
-                match self.current_word(level + 1, cx, cz) {
-                    Some(child) if child & STATE_MASK == SUBDIVIDED => {
-                        self.collect(level + 1, cx, cz, child, facing, from);
-                        continue;
-                    }
-                    Some(child) => child & STATE_MASK == DRAW,
-                    None => false,
+                word >> CHILD_SHIFT & (1 << bits[k]) != 0
+            } else if cx < cnx && cz < cnz {
+                let child = self.states[child_level][first_child + bits[k] as usize];
+                let state = if child >> STAMP_SHIFT == self.stamp {
+                    child & STATE_MASK
+                } else {
+                    0
+                };
+                if state == SUBDIVIDED {
+                    self.collect(child_level, cx, cz, child, facing, from);
+                    continue;
                 }
+                state == DRAW
+            } else {
+                false
             };
             // A drawn child adds its midpoint; a culled, unreached or absent one its end.
             if drawn {
@@ -346,26 +459,6 @@ impl<'a> QuadtreeLod<'a> {
         (word & STATE_MASK == SUBDIVIDED).then_some((nx, nz, word))
     }
 
-    /// The vertices strictly inside one edge of a drawn non-leaf node, ascending along the
-    /// edge, in `self.edge`. `subdivided` is the same-level node across the edge and its
-    /// word when it is subdivided ([`Self::subdivided`]).
-    fn edge_vertices(
-        &mut self,
-        level: usize,
-        subdivided: Option<(u32, u32, u32)>,
-        facing: Facing,
-        start: u32,
-    ) {
-        self.edge.clear();
-        match subdivided {
-            Some((nx, nz, word)) => {
-                self.collect(level, nx, nz, word, facing, start);
-                self.edge.pop();
-            }
-            None => self.edge.push(start + self.shape[level].2 / 2),
-        }
-    }
-
     /// Appends the plain fan of the drawn leaf `(ix, iz)`: a leaf's neighbours are never
     /// finer, so it needs no lookups.
     #[inline]
@@ -374,7 +467,7 @@ impl<'a> QuadtreeLod<'a> {
     }
 
     /// Appends the unstitched fan (8 triangles) of the node with corner `(x0, z0)` and
-    /// half-side `half`, counter-clockwise seen from above, in the ring order of `emit`.
+    /// half-side `half`, counter-clockwise seen from above, in the ring order of `stitch`.
     #[inline]
     fn emit_plain(&mut self, x0: u32, z0: u32, half: u32) {
         let step = half * self.vertices.stride;
@@ -398,93 +491,81 @@ impl<'a> QuadtreeLod<'a> {
         ]);
     }
 
-    /// Appends the fan of one drawn node to the index buffer.
-    fn emit(&mut self, node: DrawnNode) {
+    /// Replaces the plain fan of a drawn non-leaf node by its stitched fan when a
+    /// neighbour is subdivided (its word's side bits say which): the first 8 triangles
+    /// overwrite the plain fan in place, the others are appended (the order of triangles
+    /// in the buffer does not matter).
+    fn stitch(&mut self, node: DrawnNode) {
         let level = node.level as usize;
+        let sides = (self.states[level][node.slot as usize] & SIDE_MASK) >> SIDE_SHIFT;
+        if sides == 0 {
+            // No finer neighbour: the plain fan stands.
+            return;
+        }
         let (ix, iz) = (node.ix, node.iz);
         let size = self.shape[level].2;
-        let (x0, z0) = (ix * size, iz * size);
-        let (x1, z1) = (x0 + size, z0 + size);
-        let v = self.vertices;
-        let vertex = |col: u32, row: u32| v.index(GridPos::new(col, row));
-        if level == self.finest {
-            self.emit_leaf(ix, iz);
-            return;
-        }
-        let sides = [
-            self.subdivided(level, ix.checked_sub(1).map(|n| (n, iz))),
-            self.subdivided(level, Some((ix, iz + 1))),
-            self.subdivided(level, Some((ix + 1, iz))),
-            self.subdivided(level, iz.checked_sub(1).map(|n| (ix, n))),
+        let stride = self.vertices.stride;
+        let corner = self.vertices.index(GridPos::new(ix * size, iz * size));
+        let (right, down) = (size, size * stride);
+        // Counter-clockwise seen from above, per side (as in `SIDES`): the corner it starts
+        // from, the vertex where its line starts (lowest column or row), the vertex step
+        // along the line, whether the ring walks it backwards, and how the neighbour's
+        // children face it.
+        let walks = [
+            (corner, corner, stride, false, (true, 1)),
+            (corner + down, corner + down, 1, false, (false, 0)),
+            (
+                corner + down + right,
+                corner + right,
+                stride,
+                true,
+                (true, 0),
+            ),
+            (corner + right, corner, 1, true, (false, 1)),
         ];
-        if sides.iter().all(Option::is_none) {
-            // No finer neighbour: nothing to stitch.
-            self.emit_plain(x0, z0, size / 2);
-            return;
-        }
         self.ring.clear();
-
-        // Counter-clockwise seen from above: down the left edge, right along the bottom, up
-        // the right edge, left along the top.
-        self.edge_vertices(
-            level,
-            sides[0],
-            Facing {
-                vertical: true,
-                offset: 1,
-            },
-            z0,
-        );
-        self.ring.push(vertex(x0, z0));
-        for &row in &self.edge {
-            self.ring.push(vertex(x0, row));
+        for (k, (from, origin, along, backwards, (vertical, offset))) in
+            walks.into_iter().enumerate()
+        {
+            self.ring.push(from);
+            let neighbour = if sides >> k & 1 != 0 {
+                let (dx, dz) = SIDES[k];
+                self.subdivided(
+                    level,
+                    ix.checked_add_signed(dx).zip(iz.checked_add_signed(dz)),
+                )
+            } else {
+                None
+            };
+            let Some((nx, nz, word)) = neighbour else {
+                self.ring.push(origin + size / 2 * along);
+                continue;
+            };
+            self.edge.clear();
+            self.collect(level, nx, nz, word, Facing { vertical, offset }, 0);
+            // The last position is the far corner, the next side's start.
+            self.edge.pop();
+            if backwards {
+                for &at in self.edge.iter().rev() {
+                    self.ring.push(origin + at * along);
+                }
+            } else {
+                for &at in &self.edge {
+                    self.ring.push(origin + at * along);
+                }
+            }
         }
-        self.edge_vertices(
-            level,
-            sides[1],
-            Facing {
-                vertical: false,
-                offset: 0,
-            },
-            x0,
-        );
-        self.ring.push(vertex(x0, z1));
-        for &col in &self.edge {
-            self.ring.push(vertex(col, z1));
+        let centre = corner + size / 2 * (stride + 1);
+        // Close the ring so triangle `t` is `(centre, ring[t], ring[t + 1])`.
+        self.ring.push(corner);
+        let first = node.first as usize;
+        let in_place = &mut self.indices[first..first + 24];
+        let mut edges = self.ring.windows(2);
+        for (triangle, edge) in in_place.chunks_exact_mut(3).zip(&mut edges) {
+            triangle.copy_from_slice(&[centre, edge[0], edge[1]]);
         }
-        self.edge_vertices(
-            level,
-            sides[2],
-            Facing {
-                vertical: true,
-                offset: 0,
-            },
-            z0,
-        );
-        self.ring.push(vertex(x1, z1));
-        for &row in self.edge.iter().rev() {
-            self.ring.push(vertex(x1, row));
-        }
-        self.edge_vertices(
-            level,
-            sides[3],
-            Facing {
-                vertical: false,
-                offset: 1,
-            },
-            x0,
-        );
-        self.ring.push(vertex(x1, z0));
-        for &col in self.edge.iter().rev() {
-            self.ring.push(vertex(col, z0));
-        }
-
-        let centre = vertex(x0 + size / 2, z0 + size / 2);
-        let n = self.ring.len();
-        for i in 0..n {
-            let next = if i + 1 == n { 0 } else { i + 1 };
-            self.indices
-                .extend_from_slice(&[centre, self.ring[i], self.ring[next]]);
+        for edge in edges {
+            self.indices.extend_from_slice(&[centre, edge[0], edge[1]]);
         }
     }
 }
@@ -519,18 +600,16 @@ impl LodAlgorithm for QuadtreeLod<'_> {
                     f.classify(&self.pyramid.aabb(0, 0, 0, &mapping)) == Containment::Outside
                 });
             if !culled {
-                self.drawn.push(DrawnNode {
-                    level: 0,
-                    ix: 0,
-                    iz: 0,
-                });
+                self.emit_leaf(0, 0);
+                self.stats.nodes_drawn += 1;
             }
         } else {
-            self.visit(&pass, 0, 0, 0, false);
+            let root = self.layouts[0].index(0, 0);
+            self.visit(&pass, 0, 0, 0, root, Frustum::ALL_PLANES);
         }
         let drawn = std::mem::take(&mut self.drawn);
         for &node in &drawn {
-            self.emit(node);
+            self.stitch(node);
         }
         self.stats.nodes_drawn += drawn.len() as u64;
         self.drawn = drawn;

@@ -1,11 +1,13 @@
-//! `terralod`: the command-line tool (info, generate, mesh, render; view, bench and import
-//! arrive with their issues). One module per subcommand under `commands/`.
+//! `terralod`: the command-line tool (info, generate, mesh, render, view; bench and import
+//! arrive with their issues). One module per subcommand under `commands/`; the interactive
+//! viewer under `viewer/`.
 
 mod camera_args;
 mod commands;
 mod lod_args;
 mod progress;
 mod terrain_args;
+mod viewer;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -30,6 +32,9 @@ enum Command {
     /// Render a terrain headless to a PNG (built-in terrain and a default camera when
     /// given nothing).
     Render(commands::render::RenderArgs),
+    /// Fly over a terrain in a window: live LOD algorithm, preset, τ and debug views
+    /// (`--frames N --screenshot FILE` draws N frames and exits).
+    View(commands::view::ViewArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +44,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => commands::generate::run(&args),
         Command::Mesh(args) => commands::mesh::run(&args),
         Command::Render(args) => commands::render::run(&args),
+        Command::View(args) => commands::view::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

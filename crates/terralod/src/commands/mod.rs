@@ -4,3 +4,4 @@ pub mod generate;
 pub mod info;
 pub mod mesh;
 pub mod render;
+pub mod view;

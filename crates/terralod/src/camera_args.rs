@@ -92,7 +92,7 @@ pub fn overview(field: &Heightfield) -> (Vec3, Vec3) {
 }
 
 /// A far plane beyond the farthest corner of the terrain's box seen from `eye`.
-fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
+pub fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
     let (w, d) = field.world_size();
     let (lo, hi) = field.world_range();
     let mut farthest = 0.0f32;

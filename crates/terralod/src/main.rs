@@ -1,11 +1,13 @@
-//! `terralod`: the command-line tool (info, generate, mesh, render; view, bench and import
-//! arrive with their issues). One module per subcommand under `commands/`.
+//! `terralod`: the command-line tool (info, generate, mesh, render, view; bench and import
+//! arrive with their issues). One module per subcommand under `commands/`; the interactive
+//! viewer under `viewer/`.
 
 mod camera_args;
 mod commands;
 mod lod_args;
 mod progress;
 mod terrain_args;
+mod viewer;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -33,6 +35,9 @@ enum Command {
     /// Fly a camera path and measure every algorithm: time, triangles, memory, measured
     /// error, cracks (`--check`); `--scaling` over growing procedural terrains.
     Bench(commands::bench::BenchArgs),
+    /// Fly over a terrain in a window: live LOD algorithm, preset, τ and debug views
+    /// (`--frames N --screenshot FILE` draws N frames and exits).
+    View(commands::view::ViewArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +48,7 @@ fn main() -> ExitCode {
         Command::Mesh(args) => commands::mesh::run(&args),
         Command::Render(args) => commands::render::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
+        Command::View(args) => commands::view::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,3 +5,4 @@ pub mod generate;
 pub mod info;
 pub mod mesh;
 pub mod render;
+pub mod view;

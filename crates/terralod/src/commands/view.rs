@@ -1,0 +1,162 @@
+//! `terralod view`: the interactive viewer (a window, a fly camera, an egui HUD; see
+//! `crate::viewer`). `--frames N --screenshot FILE` draws N frames, saves the last, exits.
+
+use crate::camera_args::{CameraArgs, parse_vec3};
+use crate::commands::render::{ColorBy, check_png, load_texture};
+use crate::lod_args::LodArgs;
+use crate::terrain_args::{TerrainArgs, parse_positive};
+use crate::viewer::{self, DebugViews, LodControls, ViewerConfig};
+use anyhow::Context;
+use clap::Args;
+use glam::Vec3;
+use std::io::Write;
+use std::path::PathBuf;
+use terralod_core::lod::{Quality, REGISTRY, Tolerance};
+use terralod_core::{Camera, Pyramid};
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub terrain: TerrainArgs,
+    #[command(flatten)]
+    pub lod: LodArgs,
+    #[command(flatten)]
+    pub camera: CameraArgs,
+    /// Quality preset, a range for τ: high 0.5-1, medium 1-3, low 3-8 px.
+    #[arg(long, value_parser = str::parse::<Quality>)]
+    pub quality: Option<Quality>,
+    /// Move τ within the preset's range to hold --target-ms.
+    #[arg(long)]
+    pub auto: bool,
+    /// Frame time the automatic τ holds, in milliseconds.
+    #[arg(long, default_value_t = 16.7, value_parser = parse_positive)]
+    pub target_ms: f32,
+    /// Start with the wireframe drawn.
+    #[arg(long)]
+    pub wireframe: bool,
+    /// Start coloured by a debug quantity.
+    #[arg(long, value_enum)]
+    pub color_by: Option<ColorBy>,
+    /// Start with the node boxes drawn.
+    #[arg(long)]
+    pub boxes: bool,
+    /// Start with the LOD camera frozen at this eye (its frustum drawn).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
+          requires = "lod_target")]
+    pub lod_eye: Option<Vec3>,
+    /// Target of the frozen LOD camera.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
+          requires = "lod_eye")]
+    pub lod_target: Option<Vec3>,
+    /// Start following the terrain (the eye stays above the ground).
+    #[arg(long)]
+    pub follow_terrain: bool,
+    /// A colour image laid over the terrain's extent (PNG, JPEG or TIFF).
+    #[arg(long, value_name = "FILE")]
+    pub texture: Option<PathBuf>,
+    /// No distance fog.
+    #[arg(long)]
+    pub no_fog: bool,
+    /// Start with the HUD hidden (H shows it).
+    #[arg(long)]
+    pub no_hud: bool,
+    /// Wait for the display's refresh (frame times then show the refresh, not the cost).
+    #[arg(long)]
+    pub vsync: bool,
+    /// Draw this many frames, then exit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub frames: Option<u64>,
+    /// PNG for screenshots: the last frame with --frames, else each P press.
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<PathBuf>,
+}
+
+pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
+    let entry = args.lod.entry()?;
+    if let Some(path) = &args.screenshot {
+        check_png(path)?;
+    }
+    let event_loop = viewer::open_display()?;
+    let texture = args.texture.as_deref().map(load_texture).transpose()?;
+    let terrain = args.terrain.load()?;
+    let field = &terrain.heightfield;
+    let camera = args.camera.camera_or_default(field)?;
+    let frozen = match (args.lod_eye, args.lod_target) {
+        (Some(eye), Some(target)) => Some(
+            Camera::new(
+                eye,
+                target,
+                camera.fov_y,
+                camera.viewport,
+                camera.near,
+                camera.far,
+            )
+            .context("--lod-eye/--lod-target")?,
+        ),
+        _ => None,
+    };
+    // Checks the flags' combination once (both bounds, --no-cull with --max-error, τ > 0).
+    let view = args.lod.view(|| Ok(frozen.unwrap_or(camera)), Some(1.0))?;
+    let world_error = match view.tolerance() {
+        Tolerance::WorldError(metres) => Some(metres),
+        Tolerance::Pixels(_) => None,
+    };
+    let algorithm = REGISTRY
+        .iter()
+        .position(|e| e.name == entry.name)
+        .unwrap_or(0);
+    let controls = LodControls::new(
+        algorithm,
+        args.quality,
+        args.lod.pixel_error,
+        args.auto,
+        args.target_ms,
+    );
+    let pyramid = Pyramid::build(field);
+    let config = ViewerConfig {
+        field,
+        pyramid: &pyramid,
+        terrain_name: terrain.name.clone(),
+        texture,
+        options: args.lod.options(),
+        controls,
+        views: DebugViews {
+            wireframe: args.wireframe,
+            lod_colours: args.color_by == Some(ColorBy::Lod),
+            boxes: args.boxes,
+            fog: !args.no_fog,
+            hud: !args.no_hud,
+        },
+        world_error,
+        cull: view.cull(),
+        start_eye: camera.eye,
+        start_target: camera.target,
+        fov_y: camera.fov_y,
+        near: camera.near,
+        far: args.camera.far,
+        size: camera.viewport,
+        frozen,
+        follow_terrain: args.follow_terrain,
+        vsync: args.vsync,
+        frames: args.frames,
+        screenshot: args.screenshot.clone(),
+    };
+    let report = viewer::run(event_loop, config)?;
+    if args.frames.is_none() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}: {} frames of {} x {} on {}, {} triangles in the last\n{}",
+        report.algorithm,
+        report.frames,
+        report.size.0,
+        report.size.1,
+        report.adapter,
+        report.triangles,
+        serde_json::to_string(&report).context("cannot describe the run")?
+    )
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
+}

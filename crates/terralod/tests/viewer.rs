@@ -1,0 +1,195 @@
+//! Smoke test of `terralod view`: opens the window (under Xvfb when there is no display),
+//! draws frames, and checks the screenshot of the last one shows terrain and sky.
+//!
+//! Skipped with a visible `SKIPPED:` line when there is neither a display nor `xvfb-run`,
+//! or no GPU adapter (software Vulkan counts); `TERRALOD_REQUIRE_GPU=1` turns a skip into
+//! a failure.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A viewer run longer than this is hung, not slow (lavapipe draws a 320 x 240 frame of
+/// a 257 x 257 terrain in milliseconds).
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn gpu_required() -> bool {
+    std::env::var("TERRALOD_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// Skips the test, or fails it when a GPU is required.
+fn skip(why: &str) {
+    assert!(!gpu_required(), "TERRALOD_REQUIRE_GPU=1 but {why}");
+    eprintln!("SKIPPED: {why}");
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+fn has_display() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
+}
+
+/// Runs the viewer with `args`, directly on a display or under `xvfb-run -a`; `None`
+/// (skipped) when neither is available.
+fn run_viewer(args: &[&str]) -> Option<Output> {
+    let binary = env!("CARGO_BIN_EXE_terralod");
+    let mut command = if has_display() {
+        Command::new(binary)
+    } else if on_path("xvfb-run") {
+        let mut command = Command::new("xvfb-run");
+        command.arg("-a").arg(binary);
+        command
+    } else {
+        skip("no display and no xvfb-run (Debian: apt install xvfb xauth)");
+        return None;
+    };
+    let mut child = command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the viewer starts");
+    let start = Instant::now();
+    while child
+        .try_wait()
+        .expect("the viewer can be waited for")
+        .is_none()
+    {
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let output = child
+                .wait_with_output()
+                .expect("the killed viewer is reaped");
+            panic!(
+                "the viewer ran over {TIMEOUT:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().expect("the viewer's output"))
+}
+
+fn terrain(dir: &Path) -> String {
+    let path = dir.join("terrain.f32");
+    let path_text = path.to_str().expect("a UTF-8 temporary path").to_owned();
+    let output = Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(["generate", "--size", "257", "--cell-size", "30", "--out"])
+        .arg(&path)
+        .output()
+        .expect("terralod generate runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    path_text
+}
+
+/// Pixels that look like the sky gradient (clearly blue) and like anything else.
+fn sky_and_other(image: &image::RgbaImage, columns: std::ops::Range<u32>) -> (usize, usize) {
+    let mut sky = 0;
+    let mut other = 0;
+    for (x, _, pixel) in image.enumerate_pixels() {
+        if !columns.contains(&x) {
+            continue;
+        }
+        let [r, g, b, _] = pixel.0.map(i32::from);
+        if b > r + 10 && b >= g && b > 120 {
+            sky += 1;
+        } else {
+            other += 1;
+        }
+    }
+    (sky, other)
+}
+
+#[test]
+fn viewer_draws_frames_and_saves_a_screenshot_of_terrain_and_sky() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let terrain = terrain(dir.path());
+    let shot = dir.path().join("shot.png");
+    let shot_text = shot.to_str().expect("a UTF-8 temporary path");
+    let start = Instant::now();
+    let Some(output) = run_viewer(&[
+        "view",
+        &terrain,
+        "--raw-size",
+        "257x257",
+        "--cell-size",
+        "30",
+        "--frames",
+        "20",
+        "--screenshot",
+        shot_text,
+        "--size",
+        "480x320",
+    ]) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stderr.contains("no GPU adapter") {
+        skip(&format!("no GPU adapter: {}", stderr.trim()));
+        return;
+    }
+    assert!(output.status.success(), "the viewer failed: {stderr}");
+    eprintln!(
+        "viewer: 20 frames in {:.1} s (start-up included)",
+        start.elapsed().as_secs_f64()
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| panic!("a JSON summary in: {stdout}"));
+    assert_eq!(summary["frames"], 20, "{summary}");
+    assert!(
+        summary["triangles"].as_u64().is_some_and(|t| t > 100),
+        "{summary}"
+    );
+
+    let image = image::open(&shot)
+        .expect("the screenshot is a PNG")
+        .to_rgba8();
+    assert_eq!(image.dimensions(), (480, 320));
+    let mut colours: Vec<[u8; 4]> = image.pixels().map(|p| p.0).collect();
+    colours.sort_unstable();
+    colours.dedup();
+    assert!(colours.len() > 200, "only {} colours", colours.len());
+    // The HUD sits on the left; the right part shows the default overview: sky above
+    // the terrain.
+    let (sky, other) = sky_and_other(&image, 300..480);
+    let strip = 180 * 320;
+    eprintln!(
+        "right strip: {sky} sky pixels, {other} others, {} colours",
+        colours.len()
+    );
+    assert!(sky > strip / 20, "sky in {sky} of {strip} pixels");
+    assert!(other > strip / 5, "terrain in {other} of {strip} pixels");
+}
+
+#[test]
+fn a_missing_display_is_one_clear_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(["view", "--frames", "1"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("the terralod binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.contains("XDG_RUNTIME_DIR"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains("display"),
+        "{stderr}"
+    );
+}

@@ -1,6 +1,8 @@
 //! Benchmark crate of terralod: the benches live in `benches/`; this library holds what they
 //! share.
 
+pub mod peers;
+
 use std::path::PathBuf;
 use terralod_core::heightfield::{Heightfield, WorldMapping};
 use terralod_core::io::{self, LoadOptions};
@@ -32,6 +34,26 @@ pub fn load_gcanyon() -> Option<Heightfield> {
     let mapping = WorldMapping {
         cell_size: 60.0,
         height_scale: 10.0,
+        height_offset: 0.0,
+    };
+    loaded.heightfield.with_mapping(mapping).ok()
+}
+
+/// The 758 × 758 Boulder SRTM3 set at 80 m spacing and 0.1 m per unit (the data README's
+/// square spacing and the PNG's scale), as 16-bit samples; `None` (after a visible
+/// `SKIPPED` line) when the shared data is absent or does not load.
+pub fn load_boulder() -> Option<Heightfield> {
+    let path = shared_data("srtm3_boulder_co_758.png")?;
+    let loaded = match io::load(&path, &LoadOptions::default()) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("SKIPPED: {error}");
+            return None;
+        }
+    };
+    let mapping = WorldMapping {
+        cell_size: 80.0,
+        height_scale: 0.1,
         height_offset: 0.0,
     };
     loaded.heightfield.with_mapping(mapping).ok()

@@ -80,6 +80,32 @@ impl CameraArgs {
     }
 }
 
+/// A second camera the LOD selects for while the image is drawn from the first: the
+/// articles' "frozen camera" view of culling and LOD from outside.
+#[derive(Debug, Args)]
+pub struct FrozenCameraArgs {
+    /// Select the LOD for a camera frozen at this eye (its frustum is drawn).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
+          requires = "lod_target")]
+    pub lod_eye: Option<Vec3>,
+    /// Target of the frozen LOD camera.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
+          requires = "lod_eye")]
+    pub lod_target: Option<Vec3>,
+}
+
+impl FrozenCameraArgs {
+    /// The frozen camera, with the lens, viewport and planes of `like`; None when not given.
+    pub fn camera(&self, like: &Camera) -> anyhow::Result<Option<Camera>> {
+        let (Some(eye), Some(target)) = (self.lod_eye, self.lod_target) else {
+            return Ok(None);
+        };
+        Camera::new(eye, target, like.fov_y, like.viewport, like.near, like.far)
+            .context("--lod-eye/--lod-target")
+            .map(Some)
+    }
+}
+
 /// Eye and target of a three-quarter view of the whole terrain: from beyond its southern
 /// edge (rows grow southwards), above the highest point, looking north over the middle.
 pub fn overview(field: &Heightfield) -> (Vec3, Vec3) {

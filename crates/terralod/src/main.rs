@@ -5,6 +5,7 @@
 mod camera_args;
 mod commands;
 mod lod_args;
+mod look_args;
 mod progress;
 mod terrain_args;
 mod viewer;

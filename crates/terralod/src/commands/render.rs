@@ -1,16 +1,16 @@
 //! `terralod render`: select with an LOD algorithm and draw the terrain headless on the GPU
 //! (software Vulkan works), written to a PNG.
 
-use crate::camera_args::{CameraArgs, parse_vec3};
+use crate::camera_args::CameraArgs;
 use crate::lod_args::LodArgs;
+use crate::look_args::LookArgs;
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
-use glam::Vec3;
+use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use terralod_core::{Camera, Pyramid, io};
+use terralod_core::{Pyramid, io};
 use terralod_render::{
     DebugLines, FrameSettings, GpuContext, GpuTimer, OffscreenTarget, TerrainRenderer,
     render_to_image, timed_frame,
@@ -24,29 +24,8 @@ pub struct RenderArgs {
     pub lod: LodArgs,
     #[command(flatten)]
     pub camera: CameraArgs,
-    /// Draw every triangle's edges over the shading.
-    #[arg(long)]
-    pub wireframe: bool,
-    /// Colour the terrain by a debug quantity.
-    #[arg(long, value_enum)]
-    pub color_by: Option<ColorBy>,
-    /// Draw the boxes of the drawn nodes (or blocks, or patches).
-    #[arg(long)]
-    pub boxes: bool,
-    /// Select the LOD for another camera (frozen) at this eye, and draw its frustum.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
-          requires = "lod_target")]
-    pub lod_eye: Option<Vec3>,
-    /// Target of the frozen LOD camera.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
-          requires = "lod_eye")]
-    pub lod_target: Option<Vec3>,
-    /// A colour image laid over the terrain's extent (PNG, JPEG or TIFF).
-    #[arg(long, value_name = "FILE")]
-    pub texture: Option<PathBuf>,
-    /// No distance fog.
-    #[arg(long)]
-    pub no_fog: bool,
+    #[command(flatten)]
+    pub look: LookArgs,
     /// The PNG to write.
     #[arg(long, default_value = "frame.png")]
     pub out: PathBuf,
@@ -57,33 +36,14 @@ pub struct RenderArgs {
     pub frames: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ColorBy {
-    /// log2 of each triangle's size in cells.
-    Lod,
-}
-
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.entry()?;
     check_png(&args.out)?;
-    let texture = args.texture.as_deref().map(load_texture).transpose()?;
+    let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
     let camera = args.camera.camera_or_default(field)?;
-    let lod_camera = match (args.lod_eye, args.lod_target) {
-        (Some(eye), Some(target)) => Some(
-            Camera::new(
-                eye,
-                target,
-                camera.fov_y,
-                camera.viewport,
-                camera.near,
-                camera.far,
-            )
-            .context("--lod-eye/--lod-target")?,
-        ),
-        _ => None,
-    };
+    let lod_camera = args.look.frozen.camera(&camera)?;
     let view = args
         .lod
         .view(|| Ok(lod_camera.unwrap_or(camera)), Some(1.0))?;
@@ -105,7 +65,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     algorithm.select(&view);
 
     let mut lines = DebugLines::new();
-    if args.boxes {
+    if args.look.boxes {
         let mut boxes = Vec::new();
         algorithm.drawn_boxes(&mut boxes);
         for aabb in &boxes {
@@ -117,9 +77,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         lines.add_frustum(frozen, 0.6 * w.max(d), [255, 60, 200, 255]);
     }
     let mut settings = FrameSettings::new(camera);
-    settings.wireframe = args.wireframe;
-    settings.color_by_lod = args.color_by == Some(ColorBy::Lod);
-    if args.no_fog {
+    settings.wireframe = args.look.wireframe;
+    settings.color_by_lod = args.look.lod_colours();
+    if args.look.no_fog {
         settings.fog_density = Some(0.0);
     }
     let selection = algorithm.select(&view);

@@ -1,18 +1,18 @@
 //! `terralod view`: the interactive viewer (a window, a fly camera, an egui HUD; see
 //! `crate::viewer`). `--frames N --screenshot FILE` draws N frames, saves the last, exits.
 
-use crate::camera_args::{CameraArgs, parse_vec3};
-use crate::commands::render::{ColorBy, check_png, load_texture};
+use crate::camera_args::CameraArgs;
+use crate::commands::render::{check_png, load_texture};
 use crate::lod_args::LodArgs;
+use crate::look_args::LookArgs;
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use crate::viewer::{self, DebugViews, LodControls, ViewerConfig};
 use anyhow::Context;
 use clap::Args;
-use glam::Vec3;
 use std::io::Write;
 use std::path::PathBuf;
+use terralod_core::Pyramid;
 use terralod_core::lod::{Quality, REGISTRY, Tolerance};
-use terralod_core::{Camera, Pyramid};
 
 #[derive(Debug, Args)]
 pub struct ViewArgs {
@@ -22,6 +22,8 @@ pub struct ViewArgs {
     pub lod: LodArgs,
     #[command(flatten)]
     pub camera: CameraArgs,
+    #[command(flatten)]
+    pub look: LookArgs,
     /// Quality preset, a range for τ: high 0.5-1, medium 1-3, low 3-8 px.
     #[arg(long, value_parser = str::parse::<Quality>)]
     pub quality: Option<Quality>,
@@ -31,32 +33,9 @@ pub struct ViewArgs {
     /// Frame time the automatic τ holds, in milliseconds.
     #[arg(long, default_value_t = 16.7, value_parser = parse_positive)]
     pub target_ms: f32,
-    /// Start with the wireframe drawn.
-    #[arg(long)]
-    pub wireframe: bool,
-    /// Start coloured by a debug quantity.
-    #[arg(long, value_enum)]
-    pub color_by: Option<ColorBy>,
-    /// Start with the node boxes drawn.
-    #[arg(long)]
-    pub boxes: bool,
-    /// Start with the LOD camera frozen at this eye (its frustum drawn).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
-          requires = "lod_target")]
-    pub lod_eye: Option<Vec3>,
-    /// Target of the frozen LOD camera.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true,
-          requires = "lod_eye")]
-    pub lod_target: Option<Vec3>,
     /// Start following the terrain (the eye stays above the ground).
     #[arg(long)]
     pub follow_terrain: bool,
-    /// A colour image laid over the terrain's extent (PNG, JPEG or TIFF).
-    #[arg(long, value_name = "FILE")]
-    pub texture: Option<PathBuf>,
-    /// No distance fog.
-    #[arg(long)]
-    pub no_fog: bool,
     /// Start with the HUD hidden (H shows it).
     #[arg(long)]
     pub no_hud: bool,
@@ -77,24 +56,11 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         check_png(path)?;
     }
     let event_loop = viewer::open_display()?;
-    let texture = args.texture.as_deref().map(load_texture).transpose()?;
+    let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
     let camera = args.camera.camera_or_default(field)?;
-    let frozen = match (args.lod_eye, args.lod_target) {
-        (Some(eye), Some(target)) => Some(
-            Camera::new(
-                eye,
-                target,
-                camera.fov_y,
-                camera.viewport,
-                camera.near,
-                camera.far,
-            )
-            .context("--lod-eye/--lod-target")?,
-        ),
-        _ => None,
-    };
+    let frozen = args.look.frozen.camera(&camera)?;
     // Checks the flags' combination once (both bounds, --no-cull with --max-error, τ > 0).
     let view = args.lod.view(|| Ok(frozen.unwrap_or(camera)), Some(1.0))?;
     let world_error = match view.tolerance() {
@@ -121,10 +87,10 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         options: args.lod.options(),
         controls,
         views: DebugViews {
-            wireframe: args.wireframe,
-            lod_colours: args.color_by == Some(ColorBy::Lod),
-            boxes: args.boxes,
-            fog: !args.no_fog,
+            wireframe: args.look.wireframe,
+            lod_colours: args.look.lod_colours(),
+            boxes: args.look.boxes,
+            fog: !args.look.no_fog,
             hud: !args.no_hud,
         },
         world_error,

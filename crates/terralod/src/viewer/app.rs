@@ -6,7 +6,7 @@ use super::controls::{Action, DebugViews, LodControls, action_for_key};
 use super::fly_camera::{FlyCamera, MoveKeys};
 use super::frame_times::FrameTimes;
 use super::hud::{self, HudInfo};
-use super::surface::{Acquired, ScreenshotTarget, WindowSurface};
+use super::surface::{Acquired, WindowSurface};
 use super::{ViewerConfig, ViewerReport};
 use crate::camera_args::default_far;
 use crate::commands::render::write_png;
@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use terralod_core::lod::{LodAlgorithm, REGISTRY, SelectionStats, View};
 use terralod_core::{Aabb, Camera, height_at};
+use terralod_render::OffscreenTarget;
 use terralod_render::{DebugLines, FrameSettings, GpuContext, TerrainRenderer};
 use winit::application::ApplicationHandler;
 use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
@@ -44,7 +45,7 @@ struct Gpu {
     egui_state: egui_winit::State,
     egui_renderer: egui_wgpu::Renderer,
     /// Made on the first screenshot, remade when the window size changes.
-    screenshot: Option<ScreenshotTarget>,
+    screenshot: Option<OffscreenTarget>,
     adapter: String,
 }
 
@@ -457,7 +458,7 @@ impl<'a> App<'a> {
                 .as_ref()
                 .is_none_or(|t| t.size() != size || t.format() != format);
             if stale {
-                gpu.screenshot = Some(ScreenshotTarget::new(&gpu.ctx, size, format)?);
+                gpu.screenshot = Some(OffscreenTarget::with_format(&gpu.ctx, size, format)?);
             }
             if let Some(target) = &gpu.screenshot {
                 draw(

@@ -6,7 +6,8 @@
 //! - [`controls`]: what keys and the HUD change (pure state).
 //! - [`frame_times`]: the frame time window behind the HUD's graph.
 //! - [`hud`]: the egui panel.
-//! - [`surface`]: the swap chain, depth buffer and screenshot target.
+//! - [`surface`]: the swap chain and depth buffer (screenshots use the renderer's
+//!   `OffscreenTarget` in the window's format).
 //! - `app`: the winit event loop that ties them together.
 
 mod app;

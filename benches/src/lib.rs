@@ -23,27 +23,19 @@ pub fn shared_data(name: &str) -> Option<PathBuf> {
 /// mapping), loaded by terralod's own PNG loader; `None` (after a visible `SKIPPED` line)
 /// when the shared data is absent or does not load.
 pub fn load_gcanyon() -> Option<Heightfield> {
-    let path = shared_data("gcanyon_4097x2049_8bit.png")?;
-    let loaded = match io::load(&path, &LoadOptions::default()) {
-        Ok(loaded) => loaded,
-        Err(error) => {
-            eprintln!("SKIPPED: {error}");
-            return None;
-        }
-    };
-    let mapping = WorldMapping {
-        cell_size: 60.0,
-        height_scale: 10.0,
-        height_offset: 0.0,
-    };
-    loaded.heightfield.with_mapping(mapping).ok()
+    load_shared("gcanyon_4097x2049_8bit.png", 60.0, 10.0)
 }
 
 /// The 758 × 758 Boulder SRTM3 set at 80 m spacing and 0.1 m per unit (the data README's
 /// square spacing and the PNG's scale), as 16-bit samples; `None` (after a visible
 /// `SKIPPED` line) when the shared data is absent or does not load.
 pub fn load_boulder() -> Option<Heightfield> {
-    let path = shared_data("srtm3_boulder_co_758.png")?;
+    load_shared("srtm3_boulder_co_758.png", 80.0, 0.1)
+}
+
+/// A file of the shared data with a world mapping; `None` after a visible `SKIPPED` line.
+fn load_shared(name: &str, cell_size: f32, height_scale: f32) -> Option<Heightfield> {
+    let path = shared_data(name)?;
     let loaded = match io::load(&path, &LoadOptions::default()) {
         Ok(loaded) => loaded,
         Err(error) => {
@@ -52,8 +44,8 @@ pub fn load_boulder() -> Option<Heightfield> {
         }
     };
     let mapping = WorldMapping {
-        cell_size: 80.0,
-        height_scale: 0.1,
+        cell_size,
+        height_scale,
         height_offset: 0.0,
     };
     loaded.heightfield.with_mapping(mapping).ok()

@@ -39,6 +39,27 @@ struct Grids {
     instances: Vec<PatchInstance>,
 }
 
+impl Grids {
+    /// The grid as explicit triangles, with `morphs`.
+    fn triangles<'a>(&'a self, morphs: &'a [MorphedHeight]) -> Selection<'a> {
+        Selection::Triangles {
+            vertices: self.vertices,
+            indices: &self.triangles,
+            morphs,
+        }
+    }
+
+    /// The same grid as patches.
+    fn patches(&self) -> Selection<'_> {
+        Selection::Patches {
+            vertices: self.vertices,
+            patch_side: PATCH_SIDE,
+            index_buffers: &self.patch_buffers,
+            instances: &self.instances,
+        }
+    }
+}
+
 fn grids(field: &Heightfield) -> Grids {
     let patches = (field.width() - 1) / PATCH_SIDE;
     let stride = field.width();
@@ -106,17 +127,7 @@ fn patches_and_triangles_draw_the_same_image() {
     };
     let field = terrain();
     let grids = grids(&field);
-    let triangles = Selection::Triangles {
-        vertices: grids.vertices,
-        indices: &grids.triangles,
-        morphs: &[],
-    };
-    let patches = Selection::Patches {
-        vertices: grids.vertices,
-        patch_side: PATCH_SIDE,
-        index_buffers: &grids.patch_buffers,
-        instances: &grids.instances,
-    };
+    let (triangles, patches) = (grids.triangles(&[]), grids.patches());
     assert_eq!(triangles.triangle_count(), patches.triangle_count());
     let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     for wireframe in [false, true] {
@@ -147,16 +158,7 @@ fn morphed_vertices_are_drawn_at_their_morphed_height() {
         vertex: centre,
         height: 9000.0,
     }];
-    let flat = Selection::Triangles {
-        vertices: grids.vertices,
-        indices: &grids.triangles,
-        morphs: &[],
-    };
-    let raised = Selection::Triangles {
-        vertices: grids.vertices,
-        indices: &grids.triangles,
-        morphs: &morphs,
-    };
+    let (flat, raised) = (grids.triangles(&[]), grids.triangles(&morphs));
     let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     let settings = FrameSettings::new(overview_camera(&field));
     let a = draw(&ctx, &mut renderer, &flat, &settings);
@@ -175,17 +177,7 @@ fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     };
     let field = terrain();
     let grids = grids(&field);
-    let triangles = Selection::Triangles {
-        vertices: grids.vertices,
-        indices: &grids.triangles,
-        morphs: &[],
-    };
-    let patches = Selection::Patches {
-        vertices: grids.vertices,
-        patch_side: PATCH_SIDE,
-        index_buffers: &grids.patch_buffers,
-        instances: &grids.instances,
-    };
+    let (triangles, patches) = (grids.triangles(&[]), grids.patches());
     let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     let settings = FrameSettings::new(overview_camera(&field));
     let lines = DebugLines::new();

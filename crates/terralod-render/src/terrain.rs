@@ -84,11 +84,8 @@ enum DrawList {
     Triangles {
         index_count: u32,
     },
-    /// One draw per shared index buffer that has instances: its index range in the
-    /// concatenated buffer and its instance range.
-    Patches {
-        draws: Vec<(Range<u32>, Range<u32>)>,
-    },
+    /// Patch instances, drawn as `patch_draws` lists.
+    Patches,
 }
 
 /// What a frame uploaded and created: the proof that static data stays put.
@@ -134,6 +131,10 @@ pub struct TerrainRenderer {
     patch_ranges: Vec<Range<u32>>,
     patches_resident: bool,
     scratch_patches: Vec<GpuPatch>,
+    scratch_counts: Vec<u32>,
+    /// With `DrawList::Patches`: per shared index buffer in use, its index range in the
+    /// concatenated buffer and its instance range.
+    patch_draws: Vec<(Range<u32>, Range<u32>)>,
     scratch_morphs: Vec<[u32; 2]>,
     draw: DrawList,
     /// Wireframe or LOD colours: the pulled vertex path.
@@ -266,6 +267,8 @@ impl TerrainRenderer {
             patch_ranges: Vec::new(),
             patches_resident: false,
             scratch_patches: Vec::new(),
+            scratch_counts: Vec::new(),
+            patch_draws: Vec::new(),
             scratch_morphs: Vec::new(),
             draw: DrawList::Nothing,
             pulled: false,
@@ -338,7 +341,7 @@ impl TerrainRenderer {
                 let (uploaded, rebound) = self.upload_patch_indices(ctx, index_buffers);
                 bytes += uploaded;
                 rebind |= rebound;
-                let draws = self.sort_instances(index_buffers.len(), instances);
+                self.sort_instances(index_buffers.len(), instances);
                 if !self.scratch_patches.is_empty() {
                     rebind |= self.instances.write(
                         device,
@@ -347,7 +350,7 @@ impl TerrainRenderer {
                     );
                     bytes += (self.scratch_patches.len() * 16) as u64;
                 }
-                self.draw = DrawList::Patches { draws };
+                self.draw = DrawList::Patches;
                 ((vertices.stride, vertices.rows), patch_side, 0)
             }
         };
@@ -427,14 +430,12 @@ impl TerrainRenderer {
         ((self.uploaded_patch_indices.len() * 4) as u64, rebound)
     }
 
-    /// Orders the instances by index buffer (a counting sort) and returns one draw per
-    /// buffer in use.
-    fn sort_instances(
-        &mut self,
-        buffer_count: usize,
-        instances: &[PatchInstance],
-    ) -> Vec<(Range<u32>, Range<u32>)> {
-        let mut counts = vec![0u32; buffer_count + 1];
+    /// Orders the instances by index buffer (a counting sort) into `scratch_patches` and
+    /// lists one draw per buffer in use in `patch_draws`; every vector is reused.
+    fn sort_instances(&mut self, buffer_count: usize, instances: &[PatchInstance]) {
+        let counts = &mut self.scratch_counts;
+        counts.clear();
+        counts.resize(buffer_count + 1, 0);
         for p in instances {
             if (p.index_buffer as usize) < buffer_count {
                 counts[p.index_buffer as usize + 1] += 1;
@@ -443,26 +444,28 @@ impl TerrainRenderer {
         for i in 1..counts.len() {
             counts[i] += counts[i - 1];
         }
-        let total = counts[buffer_count] as usize;
+        self.patch_draws.clear();
+        self.patch_draws.extend(
+            (0..buffer_count)
+                .filter(|&b| counts[b + 1] > counts[b] && !self.patch_ranges[b].is_empty())
+                .map(|b| (self.patch_ranges[b].clone(), counts[b]..counts[b + 1])),
+        );
         self.scratch_patches.clear();
-        self.scratch_patches.resize(total, GpuPatch::zeroed());
-        let mut next = counts.clone();
+        self.scratch_patches
+            .resize(counts[buffer_count] as usize, GpuPatch::zeroed());
+        // `counts[b]` becomes the next free slot of buffer `b`.
         for p in instances {
             let b = p.index_buffer as usize;
             if b < buffer_count {
-                self.scratch_patches[next[b] as usize] = GpuPatch {
+                self.scratch_patches[counts[b] as usize] = GpuPatch {
                     origin_col: p.origin.col,
                     origin_row: p.origin.row,
                     step: p.step.max(1),
                     pad: 0,
                 };
-                next[b] += 1;
+                counts[b] += 1;
             }
         }
-        (0..buffer_count)
-            .filter(|&b| counts[b + 1] > counts[b] && !self.patch_ranges[b].is_empty())
-            .map(|b| (self.patch_ranges[b].clone(), counts[b]..counts[b + 1]))
-            .collect()
     }
 
     fn uniforms(
@@ -526,7 +529,8 @@ impl TerrainRenderer {
                     pass.draw_indexed(0..*index_count, 0, 0..1);
                 }
             }
-            DrawList::Patches { draws } => {
+            DrawList::Patches => {
+                let draws = &self.patch_draws;
                 if pulled {
                     pass.set_pipeline(&self.pipelines.patches_pulled);
                     for (indices, instances) in draws {
@@ -603,7 +607,8 @@ impl TerrainRenderer {
         match &self.draw {
             DrawList::Nothing => 0,
             DrawList::Triangles { index_count } => u64::from(*index_count / 3),
-            DrawList::Patches { draws } => draws
+            DrawList::Patches => self
+                .patch_draws
                 .iter()
                 .map(|(i, n)| u64::from(i.len() as u32 / 3) * u64::from(n.len() as u32))
                 .sum(),

@@ -219,6 +219,10 @@ fn compare(
             (entry.build)(field, &pyramid, &LodOptions::default())
         });
         let prepare = pyramid_time + build_time;
+        if !algorithm.error_bounded() {
+            eprintln!("{}: not error-bounded, left out", entry.name);
+            continue;
+        }
         for m in MAX_ERRORS {
             let view = View::world_error(m as f32)?;
             let (select_time, _) = median_time(runs, || algorithm.select(&view).triangle_count());

@@ -98,6 +98,10 @@ fn view_dependent_on_real_data() {
             let errors = measure_error(&field, &mesh, Some(camera)).expect("valid camera");
             let projected = errors.projected.expect("camera given");
             assert_eq!(projected.clipped, 0);
+            assert!(projected.in_view > 0, "camera {i} sees the terrain");
+            if !algorithm.error_bounded() {
+                continue;
+            }
             // Drawn heights are f32: allow their rounding (half an ulp of the largest
             // height, seen from the near plane at most) on top of τ.
             let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-24);
@@ -108,7 +112,6 @@ fn view_dependent_on_real_data() {
                 entry.name,
                 errors
             );
-            assert!(projected.in_view > 0, "camera {i} sees the terrain");
         }
     }
 }
@@ -131,6 +134,9 @@ fn view_independent_on_real_data() {
             check_mesh(&mesh, Some(GridRect::new(0, 0, cols, rows))).assert_ok();
             let errors = measure_error(&field, &mesh, None).expect("no camera");
             assert_eq!(errors.uncovered, 0);
+            if !algorithm.error_bounded() {
+                continue;
+            }
             let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
             assert!(
                 errors.world.max <= f64::from(max_error) + rounding,
@@ -208,7 +214,7 @@ fn grand_canyon_at_one_pixel() {
             );
             assert_eq!(projected.clipped, 0);
             assert!(
-                projected.max <= 1.0,
+                !algorithm.error_bounded() || projected.max <= 1.0,
                 "{} camera {i}: {}",
                 entry.name,
                 errors

@@ -435,6 +435,15 @@ pub trait LodAlgorithm: Send {
     /// Bytes of per-node state kept across frames, on top of the heights and pyramid.
     fn state_bytes(&self) -> usize;
 
+    /// Whether selections keep the view's tolerance: projected error within τ pixels for a
+    /// screen view, vertical error within M with full coverage for a world-error view.
+    /// Distance-driven algorithms (the articles' C and P, without their error options)
+    /// return `false`; the property tests then hold them to crack-freedom, coverage and
+    /// determinism only. Default: `true`.
+    fn error_bounded(&self) -> bool {
+        true
+    }
+
     /// Appends the world boxes of what the last [`LodAlgorithm::select`] drew (nodes,
     /// blocks or patches), for the renderer's debug view. Default: none.
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {

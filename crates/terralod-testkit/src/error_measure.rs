@@ -282,7 +282,6 @@ pub fn measure_error(
     camera: Option<&Camera>,
 ) -> Result<ErrorReport, MeasureError> {
     let view = camera.map(View::new).transpose()?;
-    let (width, height) = (i64::from(field.width()), i64::from(field.height()));
     let sample_count = field.len();
     let mapping = field.mapping();
     let (cell, scale, offset) = (
@@ -305,8 +304,77 @@ pub fn measure_error(
         Vec::new()
     };
     let (mut worst_world, mut worst_pixel) = (Worst::default(), Worst::default());
-    let mut skipped_triangles = 0u64;
+    let skipped_triangles = rasterize(field, mesh, |index, pos, drawn| {
+        let truth = f64::from(samples.get(index)) * scale + offset;
+        let error = finite_or_infinite((drawn - truth).abs());
+        let sample = |error| SampleError {
+            pos,
+            error,
+            true_height: truth,
+            drawn_height: drawn,
+        };
+        let slot = &mut world_errors[index];
+        if slot.is_nan() || error > *slot {
+            *slot = error;
+        }
+        worst_world.offer(index, sample(error));
 
+        let Some(view) = &view else { return };
+        let (x, z) = (f64::from(pos.col) * cell, f64::from(pos.row) * cell);
+        let error = match project_error(view, [x, truth, z], drawn) {
+            Projected::OutOfView => return,
+            Projected::Clipped => {
+                clipped[index] = true;
+                f64::INFINITY
+            }
+            Projected::Pixels(e) => e,
+        };
+        let slot = &mut pixel_errors[index];
+        if slot.is_nan() || error > *slot {
+            *slot = error;
+        }
+        worst_pixel.offer(index, sample(error));
+    });
+
+    let mut covered_errors: Vec<f64> = world_errors.into_iter().filter(|e| !e.is_nan()).collect();
+    let covered = covered_errors.len() as u64;
+    let world = WorldError {
+        max: worst_world.best.map_or(0.0, |b| b.0),
+        p99: percentile99(&mut covered_errors),
+        worst: worst_world.best.map(|b| b.2),
+    };
+    let projected = view.map(|_| {
+        let mut in_view: Vec<f64> = pixel_errors.into_iter().filter(|e| !e.is_nan()).collect();
+        ProjectedError {
+            in_view: in_view.len() as u64,
+            clipped: clipped.iter().filter(|&&c| c).count() as u64,
+            max: worst_pixel.best.map_or(0.0, |b| b.0),
+            p99: percentile99(&mut in_view),
+            worst: worst_pixel.best.map(|b| b.2),
+        }
+    });
+    Ok(ErrorReport {
+        data_samples: sample_count as u64,
+        covered,
+        uncovered: sample_count as u64 - covered,
+        skipped_triangles,
+        world,
+        projected,
+    })
+}
+
+/// Visits every data sample inside or on the edge of each triangle of `mesh` (exact integer
+/// edge functions) with its index, grid position and the drawn height there, interpolated
+/// barycentrically in `f64`. A sample on a shared edge is visited once per triangle.
+/// Returns the number of triangles skipped (a vertex index out of range, a coordinate
+/// beyond the exact range, or zero area).
+fn rasterize(
+    field: &Heightfield,
+    mesh: &GridMesh,
+    mut visit: impl FnMut(usize, GridPos, f64),
+) -> u64 {
+    let (width, height) = (i64::from(field.width()), i64::from(field.height()));
+    let mut skipped_triangles = 0u64;
     for indices in &mesh.triangles {
         let corner = |i: u32| -> Option<(Pt, f64)> {
             let pos = *mesh.positions.get(i as usize)?;
@@ -345,65 +413,60 @@ pub fn measure_error(
                 );
                 let drawn = (wa * a.1 + wb * b.1 + wc * c.1) / area2;
                 let index = (row * width + col) as usize;
-                let truth = f64::from(samples.get(index)) * scale + offset;
-                let error = finite_or_infinite((drawn - truth).abs());
-                let pos = GridPos::new(col as u32, row as u32);
-                let sample = |error| SampleError {
-                    pos,
-                    error,
-                    true_height: truth,
-                    drawn_height: drawn,
-                };
-                let slot = &mut world_errors[index];
-                if slot.is_nan() || error > *slot {
-                    *slot = error;
-                }
-                worst_world.offer(index, sample(error));
-
-                let Some(view) = &view else { continue };
-                let (x, z) = (col as f64 * cell, row as f64 * cell);
-                let projected = project_error(view, [x, truth, z], drawn);
-                let error = match projected {
-                    Projected::OutOfView => continue,
-                    Projected::Clipped => {
-                        clipped[index] = true;
-                        f64::INFINITY
-                    }
-                    Projected::Pixels(e) => e,
-                };
-                let slot = &mut pixel_errors[index];
-                if slot.is_nan() || error > *slot {
-                    *slot = error;
-                }
-                worst_pixel.offer(index, sample(error));
+                visit(index, GridPos::new(col as u32, row as u32), drawn);
             }
         }
     }
+    skipped_triangles
+}
 
-    let mut covered_errors: Vec<f64> = world_errors.into_iter().filter(|e| !e.is_nan()).collect();
-    let covered = covered_errors.len() as u64;
-    let world = WorldError {
-        max: worst_world.best.map_or(0.0, |b| b.0),
-        p99: percentile99(&mut covered_errors),
-        worst: worst_world.best.map(|b| b.2),
-    };
-    let projected = view.map(|_| {
-        let mut in_view: Vec<f64> = pixel_errors.into_iter().filter(|e| !e.is_nan()).collect();
-        ProjectedError {
-            in_view: in_view.len() as u64,
-            clipped: clipped.iter().filter(|&&c| c).count() as u64,
-            max: worst_pixel.best.map_or(0.0, |b| b.0),
-            p99: percentile99(&mut in_view),
-            worst: worst_pixel.best.map(|b| b.2),
+/// How far the drawn surface jumped on screen from one frame's mesh to the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PoppingReport {
+    /// Samples in view (for the second frame's camera) covered by both meshes.
+    pub compared: u64,
+    /// Largest and 99th-percentile jump in pixels.
+    pub max: f64,
+    pub p99: f64,
+}
+
+/// The popping between two consecutive frames: for every data sample covered by both
+/// meshes whose drawn point of `after` is in view of `camera` (the second frame's), the
+/// pixel distance between its drawn point in `before` and in `after` (same x and z).
+/// Camera motion does not count, only the surface's change; a vertex that appears at its
+/// true height pops by its whole error, a geomorphing one by its step this frame.
+pub fn measure_popping(
+    field: &Heightfield,
+    before: &GridMesh,
+    after: &GridMesh,
+    camera: &Camera,
+) -> Result<PoppingReport, MeasureError> {
+    let view = View::new(camera)?;
+    let mut drawn_before = vec![f64::NAN; field.len()];
+    rasterize(field, before, |index, _, drawn| drawn_before[index] = drawn);
+    let mut jumps = vec![f64::NAN; field.len()];
+    let cell = f64::from(field.mapping().cell_size);
+    rasterize(field, after, |index, pos, drawn| {
+        let previous = drawn_before[index];
+        if previous.is_nan() {
+            return;
+        }
+        let (x, z) = (f64::from(pos.col) * cell, f64::from(pos.row) * cell);
+        let jump = match project_error(&view, [x, drawn, z], previous) {
+            Projected::OutOfView => return,
+            Projected::Clipped => f64::INFINITY,
+            Projected::Pixels(e) => e,
+        };
+        let slot = &mut jumps[index];
+        if slot.is_nan() || jump > *slot {
+            *slot = jump;
         }
     });
-    Ok(ErrorReport {
-        data_samples: sample_count as u64,
-        covered,
-        uncovered: sample_count as u64 - covered,
-        skipped_triangles,
-        world,
-        projected,
+    let mut jumps: Vec<f64> = jumps.into_iter().filter(|j| !j.is_nan()).collect();
+    Ok(PoppingReport {
+        compared: jumps.len() as u64,
+        max: jumps.iter().copied().fold(0.0, f64::max),
+        p99: percentile99(&mut jumps),
     })
 }
 
@@ -523,5 +586,36 @@ mod tests {
             assert!(View::new(&bad).is_err(), "{bad:?}");
         }
         assert!(View::new(&good).is_ok());
+    }
+
+    #[test]
+    fn popping_is_the_surface_jump_on_screen_not_the_camera_motion() {
+        let field = Heightfield::from_f32(3, 3, vec![0.0; 9]).expect("valid");
+        let corners = [(0, 0), (2, 0), (2, 2), (0, 2)].map(|(c, r)| GridPos::new(c, r));
+        let mut coarse = GridMesh::default();
+        let ids = corners.map(|p| coarse.push_vertex(p, 0.0));
+        coarse.triangles = vec![[ids[0], ids[2], ids[1]], [ids[0], ids[3], ids[2]]];
+        // The same square as a fan around a centre vertex raised by 1.
+        let mut fan = GridMesh::default();
+        let centre = fan.push_vertex(GridPos::new(1, 1), 1.0);
+        let ring = corners.map(|p| fan.push_vertex(p, 0.0));
+        fan.triangles = (0..4)
+            .map(|i| [centre, ring[(i + 1) % 4], ring[i]])
+            .collect();
+        let eye = camera(Vec3::new(1.0, 0.5, 10.0), Vec3::new(1.0, 0.5, 0.0));
+        let still = measure_popping(&field, &coarse, &coarse, &eye).expect("valid camera");
+        assert_eq!((still.compared, still.max, still.p99), (9, 0.0, 0.0));
+        let popped = measure_popping(&field, &coarse, &fan, &eye).expect("valid camera");
+        assert_eq!(popped.compared, 9);
+        // The centre sample, 9 units in front of the eye, moved up by 1: 300 / 9 pixels.
+        let expected = 300.0 / 9.0;
+        assert!((popped.max - expected).abs() < 1e-4, "{popped:?}"); // fov_y is f32
+        let behind = camera(Vec3::new(1.0, 0.5, -10.0), Vec3::new(1.0, 0.5, -20.0));
+        assert_eq!(
+            measure_popping(&field, &coarse, &fan, &behind)
+                .unwrap()
+                .compared,
+            0
+        );
     }
 }

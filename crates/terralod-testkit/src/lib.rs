@@ -23,7 +23,8 @@ pub mod mesh_check;
 pub mod strategies;
 
 pub use error_measure::{
-    ErrorReport, MeasureError, ProjectedError, SampleError, WorldError, measure_error,
+    ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, WorldError,
+    measure_error, measure_popping,
 };
 pub use grid_math::MAX_GRID_COORD;
 pub use mesh_check::{

@@ -63,6 +63,19 @@ fn a_short_flight_is_crack_free_within_tau_and_reported() {
     let measured = run["measured_max_px"].as_f64().unwrap();
     assert!(measured <= 1.0, "measured {measured} px > tau");
     assert!(run["triangles"]["median"].as_f64().unwrap() > 0.0);
+    // Popping is measured on the measured frames that have a previous frame.
+    let frames = run["frames"].as_array().unwrap();
+    assert!(frames[0]["popping_px"].is_null());
+    let popping: Vec<f64> = [4, 8, 12, 16, 20]
+        .map(|i| frames[i]["popping_px"].as_f64().expect("measured"))
+        .to_vec();
+    let max = run["popping_px"].as_f64().unwrap();
+    assert!(
+        popping
+            .iter()
+            .all(|p| p.is_finite() && *p >= 0.0 && *p <= max)
+    );
+    assert_eq!(popping.iter().copied().fold(0.0, f64::max), max);
     for plot in ["triangles.svg", "select-time.svg"] {
         let svg = std::fs::read_to_string(plots.join(plot)).unwrap();
         assert!(

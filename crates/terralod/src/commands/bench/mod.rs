@@ -1,7 +1,8 @@
 //! `terralod bench`: the scenario benchmark (R3). Flies a camera path over a terrain and,
 //! for every registered algorithm (or `--algo`), reports selection time, triangles,
 //! vertices, nodes, memory and the projected error measured by the independent oracle;
-//! `--check` runs the crack checker on every frame; `--scaling` repeats the path over
+//! measured frames also get the popping (how far the drawn surface jumped on screen since
+//! the previous frame); `--check` runs the crack checker on every frame; `--scaling` repeats the path over
 //! procedural terrains of growing size and the same extent.
 
 mod path;
@@ -20,7 +21,7 @@ use std::time::Instant;
 use terralod_core::generate::{GenerateOptions, generate};
 use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
 use terralod_core::{Camera, Heightfield, Pyramid};
-use terralod_testkit::{check_mesh, measure_error};
+use terralod_testkit::{check_mesh, measure_error, measure_popping};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -103,6 +104,9 @@ pub struct FrameRecord {
     pub nodes_visited: u64,
     /// Max projected error in pixels (oracle), on measured frames.
     pub measured_px: Option<f64>,
+    /// Largest jump of the drawn surface since the previous frame, in pixels (oracle), on
+    /// measured frames after the first.
+    pub popping_px: Option<f64>,
 }
 
 /// One algorithm's run over the path.
@@ -123,8 +127,11 @@ pub struct AlgorithmRun {
     pub measured_frames: usize,
     /// With --check: frames whose mesh had a defect (cracks, T-junctions, overlaps).
     pub defective_frames: Option<usize>,
-    /// Largest per-frame jump of a drawn vertex in pixels; only for morphing algorithms.
+    /// Over the measured frames: the largest jump of the drawn surface from the previous
+    /// frame to that one, in pixels (`measure_popping`), and the largest p99. Camera motion
+    /// does not count; a geomorphing algorithm spreads its jumps over frames.
     pub popping_px: Option<f64>,
+    pub popping_p99_px: Option<f64>,
     pub frames: Vec<FrameRecord>,
 }
 
@@ -195,6 +202,7 @@ fn summary_line(report: &serde_json::Value, runs: &[AlgorithmRun]) -> serde_json
                 "select_ms": r.select_ms,
                 "triangles": r.triangles,
                 "measured_max_px": r.measured_max_px,
+                "popping_px": r.popping_px,
                 "defective_frames": r.defective_frames,
             })
         })
@@ -262,15 +270,26 @@ fn fly(
     let mut frames = Vec::with_capacity(poses.len());
     let (mut measured_max, mut measured_p99, mut measured_frames) = (None::<f64>, None::<f64>, 0);
     let mut defective = args.check.then_some(0usize);
+    let (mut popping_max, mut popping_p99) = (None::<f64>, None::<f64>);
+    let measured = |i: usize| args.measure_every > 0 && i % args.measure_every as usize == 0;
+    // The mesh of the frame before a measured one, for the popping measurement.
+    let mut previous_mesh = None;
     for (i, pose) in poses.iter().enumerate() {
         let camera = camera(args, field, pose)?;
         let view = View::screen(camera, args.pixel_error)?;
         let selection = algorithm.select(&view);
-        let measure = args.measure_every > 0 && i % args.measure_every as usize == 0;
+        let measure = measured(i);
         let vertices = selection.distinct_vertices() as u64;
-        let mut measured_px = None;
-        if measure || args.check {
+        let (mut measured_px, mut popping_px) = (None, None);
+        if measure || args.check || measured(i + 1) {
             let mesh = selection.to_mesh(field);
+            if let (true, Some(before)) = (measure, previous_mesh.take()) {
+                let popping = measure_popping(field, &before, &mesh, &camera)
+                    .with_context(|| format!("measuring popping at frame {i}"))?;
+                popping_px = Some(popping.max);
+                popping_max = Some(popping_max.map_or(popping.max, |m| m.max(popping.max)));
+                popping_p99 = Some(popping_p99.map_or(popping.p99, |m| m.max(popping.p99)));
+            }
             if measure {
                 let report = measure_error(field, &mesh, Some(&camera))
                     .with_context(|| format!("measuring frame {i}"))?;
@@ -295,6 +314,9 @@ fn fly(
                     );
                 }
             }
+            if measured(i + 1) {
+                previous_mesh = Some(mesh);
+            }
         }
         let stats = algorithm.stats();
         frames.push(FrameRecord {
@@ -304,6 +326,7 @@ fn fly(
             vertices,
             nodes_visited: stats.nodes_visited,
             measured_px,
+            popping_px,
         });
         bar.inc(1);
     }
@@ -323,7 +346,8 @@ fn fly(
         measured_p99_px: measured_p99,
         measured_frames,
         defective_frames: defective,
-        popping_px: None,
+        popping_px: popping_max,
+        popping_p99_px: popping_p99,
         frames,
     })
 }
@@ -333,14 +357,14 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
         out,
         "| algorithm | build ms | select ms median / p95 / max | triangles median / max | \
          vertices median / max | nodes visited median | state B/sample | pyramid B/sample | \
-         measured px max / p99 | defective frames | popping px |"
+         measured px max / p99 | defective frames | popping px max / p99 |"
     )?;
     writeln!(out, "|{}", " --- |".repeat(11))?;
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     for r in runs {
         writeln!(
             out,
-            "| {} | {:.1} | {:.3} / {:.3} / {:.3} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} | {:.2} | {} / {} | {} | {} |",
+            "| {} | {:.1} | {:.3} / {:.3} / {:.3} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} | {:.2} | {} / {} | {} | {} / {} |",
             r.algorithm,
             r.build_ms,
             r.select_ms.median,
@@ -358,6 +382,7 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
             r.defective_frames
                 .map_or("-".to_string(), |d| d.to_string()),
             opt(r.popping_px),
+            opt(r.popping_p99_px),
         )?;
     }
     Ok(())

@@ -24,6 +24,7 @@
 //! - View-independent ([`View::world_error`]): every sample within a vertical distance of
 //!   the mesh, full coverage, no culling (what martini and delatin produce).
 
+pub mod bintree;
 pub mod presets;
 pub mod quadtree;
 
@@ -35,6 +36,7 @@ use glam::Vec3;
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub use bintree::BintreeLod;
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 
@@ -451,6 +453,16 @@ pub trait LodAlgorithm: Send {
     }
 }
 
+/// The smallest `f32` at least `value` (bounds stored in f32 stay bounds).
+pub(crate) fn round_up(value: f64) -> f32 {
+    let rounded = value as f32;
+    if f64::from(rounded) < value {
+        rounded.next_up()
+    } else {
+        rounded
+    }
+}
+
 /// Builds an algorithm for a terrain.
 pub type BuildFn =
     for<'a> fn(&'a Heightfield, &'a Pyramid, &LodOptions) -> Box<dyn LodAlgorithm + 'a>;
@@ -475,14 +487,24 @@ impl std::fmt::Debug for AlgorithmEntry {
 
 /// Every algorithm, in the order the CLI lists them. Adding an algorithm is one module and
 /// one line here; the property tests and benches pick it up.
-pub static REGISTRY: &[AlgorithmEntry] = &[AlgorithmEntry {
-    name: "quadtree",
-    summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
+pub static REGISTRY: &[AlgorithmEntry] = &[
+    AlgorithmEntry {
+        name: "quadtree",
+        summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
               frustum culled, one index buffer per frame",
-    crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
+        crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
-    build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
-}];
+        build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+    },
+    AlgorithmEntry {
+        name: "bintree",
+        summary: "right-triangle bintree (RTIN, as martini) with exact per-diamond errors: \
+              the finest-grained error-driven mesh, view-dependent or not",
+        crack_handling: "a diamond's two triangles split together, and errors and boxes grow \
+                     towards the root, so a split never lacks its parents (a conforming mesh)",
+        build: |field, _pyramid, options| Box::new(BintreeLod::new(field, *options)),
+    },
+];
 
 /// The registered algorithm called `name`.
 pub fn find(name: &str) -> Option<&'static AlgorithmEntry> {

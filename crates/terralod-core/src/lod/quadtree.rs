@@ -76,6 +76,7 @@
 
 use super::{
     GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
+    round_up,
 };
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::{GridPos, Heightfield, Samples};
@@ -794,16 +795,6 @@ impl Layout {
             wz |= ((within >> (2 * bit + 1)) & 1) << bit;
         }
         ((tile << self.bits) + wx, (band_row << self.bits) + wz)
-    }
-}
-
-/// The smallest `f32` at least `value` (non-negative).
-fn round_up(value: f64) -> f32 {
-    let rounded = value as f32;
-    if f64::from(rounded) < value {
-        rounded.next_up()
-    } else {
-        rounded
     }
 }
 

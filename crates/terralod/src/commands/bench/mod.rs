@@ -271,7 +271,8 @@ fn fly(
     let (mut measured_max, mut measured_p99, mut measured_frames) = (None::<f64>, None::<f64>, 0);
     let mut defective = args.check.then_some(0usize);
     let (mut popping_max, mut popping_p99) = (None::<f64>, None::<f64>);
-    let measured = |i: usize| args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
+    let measured =
+        |i: usize| args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
     // The mesh of the frame before a measured one, for the popping measurement.
     let mut previous_mesh = None;
     for (i, pose) in poses.iter().enumerate() {

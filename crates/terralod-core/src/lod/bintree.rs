@@ -1,0 +1,686 @@
+//! A right-triangle bintree (RTIN, the mesh martini builds) with exact errors: the
+//! finest-grained error-driven mesh of the registry, and its tightest view-independent mode.
+//!
+//! # The mesh
+//!
+//! The padded square grid of `2^n + 1` samples is cut along its diagonal into two right
+//! isosceles triangles; a triangle splits at the midpoint `m` of its hypotenuse into two
+//! halves with `m` as their right-angle corner, down to triangles of half a cell. The two
+//! triangles that share a hypotenuse form a *diamond* centred on `m`; every grid vertex
+//! except the four corners is the centre of exactly one diamond, so per-diamond data is one
+//! record per vertex. A mesh in which each diamond's two triangles split together, and a
+//! diamond splits only when the diamonds its triangles came from split (its *parents*), is
+//! conforming: no T-junction, no crack.
+//!
+//! # Exact errors, monotone towards the root
+//!
+//! At build time every triangle's error is measured exactly: the largest vertical distance
+//! between its plane (through its three vertices) and every data sample inside it or on
+//! its edges (f64 from the raw samples, rounded up to f32). A diamond's error is the larger
+//! of its two triangles' and of its four children's, processed from the finest level up,
+//! so a diamond's error bounds everything drawn in it while unsplit, and a child never
+//! needs a split its parents do not. Martini keeps only the error at each hypotenuse
+//! midpoint (not an upper bound: its meshes exceed the requested error); the exact error
+//! splits only where the surface needs it, so at equal measured error this mesh has fewer
+//! vertices than martini's.
+//!
+//! # View-dependent selection
+//!
+//! A diamond is accepted when [`View::accepts`] passes its error over a box holding it and
+//! all its descendants: `m ± 3s` (hypotenuse on a diagonal, `s` half its axis extent) or
+//! `m ± 2s` (hypotenuse on an axis) in x and z (the descendants' union, by induction over
+//! the two kinds), and the lowest and highest sample and vertex there in y, gathered from
+//! the children like the error. Both parts only grow towards the root, and the bound grows
+//! with the box and the error, so the test is monotone and the mesh conforms for any
+//! camera. Culling tests the triangle's own extent with that y range (nested from parent to
+//! child, so a child is tested against the frustum planes its parent crosses only); a
+//! culled triangle is dropped, which leaves an edge of the drawn part but never a
+//! T-junction, since the split decisions do not depend on culling.
+//!
+//! Samples beyond the data (the padding) are drawn with the repeated border heights but
+//! carry no error: nothing is measured there.
+
+use super::{
+    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
+    round_up,
+};
+use crate::camera::{Aabb, Frustum};
+use crate::heightfield::{Heightfield, Samples};
+use glam::Vec3;
+use rayon::prelude::*;
+use std::cmp::Ordering;
+use std::time::Instant;
+
+/// Per diamond (one per grid vertex): the error bound and the y range of the diamond and
+/// all its descendants, world units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Diamond {
+    error: f32,
+    low: f32,
+    high: f32,
+}
+
+impl Diamond {
+    const EMPTY: Diamond = Diamond {
+        error: 0.0,
+        low: f32::INFINITY,
+        high: f32::NEG_INFINITY,
+    };
+
+    fn merge(&mut self, other: Diamond) {
+        self.error = self.error.max(other.error);
+        self.low = self.low.min(other.low);
+        self.high = self.high.max(other.high);
+    }
+}
+
+/// A grid point with signed coordinates (children are found by halving sums).
+type Point = (i32, i32);
+
+/// A triangle of the bintree: hypotenuse `a`–`b`, right angle at `c`.
+#[derive(Clone, Copy, Debug)]
+struct Triangle {
+    a: Point,
+    b: Point,
+    c: Point,
+}
+
+impl Triangle {
+    /// The hypotenuse's midpoint, when it is a grid vertex (the triangle can split).
+    fn midpoint(&self) -> Option<Point> {
+        let (x, z) = (self.a.0 + self.b.0, self.a.1 + self.b.1);
+        (x % 2 == 0 && z % 2 == 0).then_some((x / 2, z / 2))
+    }
+
+    fn children(&self, m: Point) -> [Triangle; 2] {
+        [
+            Triangle {
+                a: self.a,
+                b: self.c,
+                c: m,
+            },
+            Triangle {
+                a: self.c,
+                b: self.b,
+                c: m,
+            },
+        ]
+    }
+
+    /// Half the hypotenuse's axis extent: `s` of the module docs.
+    fn half_extent(&self) -> i32 {
+        (self.b.0 - self.a.0).abs().max((self.b.1 - self.a.1).abs()) / 2
+    }
+
+    /// The radius (in cells, L∞) of the region holding the diamond on this hypotenuse and
+    /// all its descendants.
+    fn descendant_radius(&self) -> i32 {
+        let diagonal = self.a.0 != self.b.0 && self.a.1 != self.b.1;
+        self.half_extent() * if diagonal { 3 } else { 2 }
+    }
+}
+
+/// The right-triangle bintree. Borrows the heightfield; owns one record per grid vertex.
+#[derive(Debug)]
+pub struct BintreeLod<'a> {
+    field: &'a Heightfield,
+    options: LodOptions,
+    /// Samples a side of the padded square grid.
+    side: u32,
+    diamonds: Vec<Diamond>,
+    vertices: GridVertices,
+    indices: Vec<u32>,
+    stats: SelectionStats,
+}
+
+struct Pass<'v> {
+    view: &'v View,
+    frustum: Option<&'v Frustum>,
+    view_angle_aware: bool,
+}
+
+impl<'a> BintreeLod<'a> {
+    /// Builds the per-diamond errors and ranges: one exact pass over the samples per level.
+    pub fn new(field: &'a Heightfield, options: LodOptions) -> BintreeLod<'a> {
+        let side = field.padded_side();
+        let mut lod = BintreeLod {
+            field,
+            options,
+            side,
+            diamonds: vec![Diamond::EMPTY; side as usize * side as usize],
+            vertices: GridVertices {
+                stride: side,
+                rows: side,
+            },
+            indices: Vec::new(),
+            stats: SelectionStats::default(),
+        };
+        lod.build_diamonds();
+        lod
+    }
+
+    fn roots(&self) -> [Triangle; 2] {
+        let n = self.side as i32 - 1;
+        [
+            Triangle {
+                a: (0, 0),
+                b: (n, n),
+                c: (n, 0),
+            },
+            Triangle {
+                a: (n, n),
+                b: (0, 0),
+                c: (0, n),
+            },
+        ]
+    }
+
+    fn slot(&self, p: Point) -> usize {
+        p.1 as usize * self.side as usize + p.0 as usize
+    }
+
+    fn world_height(&self, p: Point) -> f64 {
+        let mapping = self.field.mapping();
+        f64::from(self.field.raw_clamped(p.0 as u32, p.1 as u32)) * f64::from(mapping.height_scale)
+            + f64::from(mapping.height_offset)
+    }
+
+    /// Depths from the finest splittable level up to the roots', each finished before its
+    /// parents read it.
+    fn build_diamonds(&mut self) {
+        let levels = 2 * (self.side - 1).trailing_zeros();
+        let mut at_depth = Vec::new();
+        for depth in (0..levels).rev() {
+            at_depth.clear();
+            for root in self.roots() {
+                collect_at_depth(root, depth, &mut at_depth);
+            }
+            // Small triangles (most of them) read a per-shape list of samples and weights
+            // instead of working out row spans: every triangle of a depth has one of eight
+            // orientations.
+            let mut shapes: Vec<SampleShape> = Vec::new();
+            if at_depth
+                .first()
+                .is_some_and(|t| t.half_extent() <= SMALL_HALF_EXTENT)
+            {
+                for t in &at_depth {
+                    if !shapes.iter().any(|shape| shape.fits(t)) {
+                        shapes.push(SampleShape::new(t));
+                    }
+                }
+            }
+            // The exact passes in parallel; the merges (two triangles per diamond) in order.
+            let measured: Vec<Option<Diamond>> = at_depth
+                .par_iter()
+                .map(|t| {
+                    t.midpoint()?;
+                    Some(match shapes.iter().find(|shape| shape.fits(t)) {
+                        Some(shape) => self.measure_with(t, shape),
+                        None => self.measure(t),
+                    })
+                })
+                .collect();
+            for (triangle, own) in at_depth.iter().zip(measured) {
+                let (Some(m), Some(mut own)) = (triangle.midpoint(), own) else {
+                    continue;
+                };
+                for child in triangle.children(m) {
+                    if let Some(cm) = child.midpoint() {
+                        own.merge(self.diamonds[self.slot(cm)]);
+                    }
+                }
+                let slot = self.slot(m);
+                self.diamonds[slot].merge(own);
+            }
+        }
+    }
+
+    /// The exact error of a triangle's plane over the data samples it covers, and the y
+    /// range of those samples and of its vertices.
+    fn measure(&self, t: &Triangle) -> Diamond {
+        let heights = [t.a, t.b, t.c].map(|p| self.world_height(p));
+        match self.field.samples() {
+            Samples::U16(v) => measure_triangle(self.field, v, t, heights),
+            Samples::I16(v) => measure_triangle(self.field, v, t, heights),
+            Samples::F32(v) => measure_triangle(self.field, v, t, heights),
+        }
+    }
+
+    /// [`BintreeLod::measure`] through a precomputed list of the samples a triangle of
+    /// this shape covers.
+    fn measure_with(&self, t: &Triangle, shape: &SampleShape) -> Diamond {
+        let heights = [t.a, t.b, t.c].map(|p| self.world_height(p));
+        let mut range = vertex_range(heights);
+        let (width, height) = (self.field.width() as i32, self.field.height() as i32);
+        let mapping = self.field.mapping();
+        let (scale, offset) = (
+            f64::from(mapping.height_scale),
+            f64::from(mapping.height_offset),
+        );
+        let samples = self.field.samples();
+        let mut error = 0.0f64;
+        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &(dx, dz, weights) in &shape.samples {
+            let (col, row) = (t.a.0 + dx, t.a.1 + dz);
+            if col >= width || row >= height {
+                continue;
+            }
+            let drawn = interpolate(weights, heights, shape.area);
+            let truth = f64::from(samples.get((row * width + col) as usize)) * scale + offset;
+            error = error.max((drawn - truth).abs());
+            low = low.min(truth);
+            high = high.max(truth);
+        }
+        finish_range(&mut range, error, low, high, heights);
+        range
+    }
+
+    fn emit(&mut self, t: &Triangle) {
+        let index = |p: Point| p.1 as u32 * self.side + p.0 as u32;
+        // Counter-clockwise seen from above (+y): negative in (col, row) with rows down.
+        let turn = i64::from(t.b.0 - t.a.0) * i64::from(t.c.1 - t.a.1)
+            - i64::from(t.b.1 - t.a.1) * i64::from(t.c.0 - t.a.0);
+        let (a, b, c) = (index(t.a), index(t.b), index(t.c));
+        if turn < 0 {
+            self.indices.extend_from_slice(&[a, b, c]);
+        } else {
+            self.indices.extend_from_slice(&[a, c, b]);
+        }
+    }
+
+    /// The world box of grid region `lo..=hi` (cells) between heights `low` and `high`.
+    fn world_box(&self, lo: Point, hi: Point, low: f32, high: f32) -> Aabb {
+        let cell = self.field.mapping().cell_size;
+        Aabb::new(
+            Vec3::new(lo.0 as f32 * cell, low, lo.1 as f32 * cell),
+            Vec3::new(hi.0 as f32 * cell, high, hi.1 as f32 * cell),
+        )
+    }
+
+    fn visit(&mut self, pass: &Pass<'_>, t: Triangle, planes: u8) {
+        self.stats.nodes_visited += 1;
+        let diamond = t.midpoint().map(|m| (m, self.diamonds[self.slot(m)]));
+        let mut planes = planes;
+        if let (true, Some(frustum)) = (pass.view.cull() && planes != 0, pass.frustum) {
+            let (low, high) = match diamond {
+                Some((_, d)) => (d.low, d.high),
+                None => {
+                    let h = [t.a, t.b, t.c].map(|p| self.world_height(p));
+                    (
+                        round_down(h[0].min(h[1]).min(h[2])),
+                        round_up(h[0].max(h[1]).max(h[2])),
+                    )
+                }
+            };
+            let lo = (t.a.0.min(t.b.0).min(t.c.0), t.a.1.min(t.b.1).min(t.c.1));
+            let hi = (t.a.0.max(t.b.0).max(t.c.0), t.a.1.max(t.b.1).max(t.c.1));
+            match frustum.classify_planes(&self.world_box(lo, hi, low, high), planes) {
+                None => return,
+                Some(crossing) => planes = crossing,
+            }
+        }
+        if let Some((m, d)) = diamond {
+            let r = t.descendant_radius();
+            let region = self.world_box((m.0 - r, m.1 - r), (m.0 + r, m.1 + r), d.low, d.high);
+            if !pass.view.accepts(d.error, &region, pass.view_angle_aware) {
+                for child in t.children(m) {
+                    self.visit(pass, child, planes);
+                }
+                return;
+            }
+        }
+        self.stats.nodes_drawn += 1;
+        self.emit(&t);
+    }
+}
+
+/// [`BintreeLod::measure`] over the samples in their stored type: per row, the span of
+/// columns inside the triangle from its three edge functions (exact integers), each
+/// sample's barycentric weights stepped along the row in integers, the plane's height
+/// there in f64.
+fn measure_triangle<T: Copy + Into<f64>>(
+    field: &Heightfield,
+    values: &[T],
+    t: &Triangle,
+    heights: [f64; 3],
+) -> Diamond {
+    let mut range = vertex_range(heights);
+    // Edge function of p→q at x: positive on one side, 0 on the line; inside the triangle
+    // all three have the sign of the doubled area.
+    let edge = |p: Point, q: Point, x: Point| -> i64 {
+        i64::from(q.0 - p.0) * i64::from(x.1 - p.1) - i64::from(q.1 - p.1) * i64::from(x.0 - p.0)
+    };
+    let edges = [(t.b, t.c), (t.c, t.a), (t.a, t.b)];
+    let area = edge(t.a, t.b, t.c);
+    let sign = area.signum();
+    let signed_area = area * sign;
+    let mapping = field.mapping();
+    let (scale, offset) = (
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    let (width, height) = (field.width() as i32, field.height() as i32);
+    let corners = [t.a, t.b, t.c];
+    let col_lo = corners.iter().map(|p| p.0).min().unwrap_or(0);
+    let col_hi = corners
+        .iter()
+        .map(|p| p.0)
+        .max()
+        .unwrap_or(0)
+        .min(width - 1);
+    let row_lo = corners.iter().map(|p| p.1).min().unwrap_or(0);
+    let row_hi = corners
+        .iter()
+        .map(|p| p.1)
+        .max()
+        .unwrap_or(0)
+        .min(height - 1);
+    let mut error = 0.0f64;
+    let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+    for row in row_lo..=row_hi {
+        // Each edge function is `at_lo - step * (col - col_lo)` along the row: intersect
+        // the column ranges where sign * value >= 0.
+        let (mut lo, mut hi) = (col_lo, col_hi);
+        let mut w = [0i64; 3];
+        let mut steps = [0i64; 3];
+        for (k, &(p, q)) in edges.iter().enumerate() {
+            let at_lo = edge(p, q, (col_lo, row)) * sign;
+            let step = i64::from(q.1 - p.1) * sign;
+            (w[k], steps[k]) = (at_lo, step);
+            match step.cmp(&0) {
+                Ordering::Greater => hi = hi.min(col_lo + at_lo.div_euclid(step) as i32),
+                Ordering::Less => {
+                    let need = -at_lo; // at_lo + |step| * k >= 0  ⟺  k >= need / |step|
+                    let k_min = need.div_euclid(-step) + i64::from(need.rem_euclid(-step) != 0);
+                    lo = lo.max(col_lo + k_min.max(0) as i32);
+                }
+                Ordering::Equal if at_lo < 0 => hi = lo - 1,
+                Ordering::Equal => {}
+            }
+        }
+        if lo > hi {
+            continue;
+        }
+        let skip = i64::from(lo - col_lo);
+        for k in 0..3 {
+            w[k] -= steps[k] * skip;
+        }
+        let base = row as usize * width as usize;
+        for col in lo..=hi {
+            debug_assert!(w.iter().all(|&v| v >= 0));
+            let drawn = interpolate(w, heights, signed_area);
+            let truth = values[base + col as usize].into() * scale + offset;
+            error = error.max((drawn - truth).abs());
+            low = low.min(truth);
+            high = high.max(truth);
+            for k in 0..3 {
+                w[k] -= steps[k];
+            }
+        }
+    }
+    finish_range(&mut range, error, low, high, heights);
+    range
+}
+
+/// Triangles with a hypotenuse half-extent up to this use a [`SampleShape`].
+const SMALL_HALF_EXTENT: i32 = 4;
+
+/// The samples a triangle of one shape covers, relative to its corner `a`, with their
+/// barycentric weights.
+struct SampleShape {
+    b: Point,
+    c: Point,
+    /// The doubled area, positive; weights are edge functions of the same sign.
+    area: i64,
+    samples: Vec<(i32, i32, [i64; 3])>,
+}
+
+impl SampleShape {
+    fn new(t: &Triangle) -> SampleShape {
+        let (b, c) = (
+            (t.b.0 - t.a.0, t.b.1 - t.a.1),
+            (t.c.0 - t.a.0, t.c.1 - t.a.1),
+        );
+        let edge = |p: Point, q: Point, x: Point| -> i64 {
+            i64::from(q.0 - p.0) * i64::from(x.1 - p.1)
+                - i64::from(q.1 - p.1) * i64::from(x.0 - p.0)
+        };
+        let a = (0, 0);
+        let area = edge(a, b, c);
+        let sign = area.signum();
+        let mut samples = Vec::new();
+        let r = t.half_extent() * 2;
+        for dz in -r..=r {
+            for dx in -r..=r {
+                let x = (dx, dz);
+                let w = [edge(b, c, x), edge(c, a, x), edge(a, b, x)].map(|e| e * sign);
+                if w.iter().all(|&w| w >= 0) {
+                    samples.push((dx, dz, w));
+                }
+            }
+        }
+        SampleShape {
+            b,
+            c,
+            area: area * sign,
+            samples,
+        }
+    }
+
+    fn fits(&self, t: &Triangle) -> bool {
+        (t.b.0 - t.a.0, t.b.1 - t.a.1) == self.b && (t.c.0 - t.a.0, t.c.1 - t.a.1) == self.c
+    }
+}
+
+/// The plane's height at a point with (non-negative, integer) barycentric weights `w` over
+/// the doubled area: one correctly rounded division, so an exact plane gives exactly 0.
+#[inline]
+fn interpolate(w: [i64; 3], heights: [f64; 3], area: i64) -> f64 {
+    (w[0] as f64 * heights[0] + w[1] as f64 * heights[1] + w[2] as f64 * heights[2]) / area as f64
+}
+
+/// The y range of a triangle's vertices.
+fn vertex_range(heights: [f64; 3]) -> Diamond {
+    let mut range = Diamond::EMPTY;
+    for h in heights {
+        range.low = range.low.min(round_down(h));
+        range.high = range.high.max(round_up(h));
+    }
+    range
+}
+
+/// Adds the covered samples' range and the error to `range`. A non-zero error gets a margin
+/// for the f64 rounding of the interpolation (far below any f32 step of the heights), so
+/// the stored bound holds however the oracle orders its arithmetic; an exact plane keeps 0.
+fn finish_range(range: &mut Diamond, error: f64, low: f64, high: f64, heights: [f64; 3]) {
+    if low <= high {
+        range.low = range.low.min(round_down(low));
+        range.high = range.high.max(round_up(high));
+    }
+    let largest = heights
+        .iter()
+        .chain([&low, &high])
+        .filter(|h| h.is_finite())
+        .fold(0.0f64, |m, h| m.max(h.abs()));
+    let margin = if error > 0.0 { largest * 1e-12 } else { 0.0 };
+    range.error = round_up(error + margin);
+}
+
+/// Appends the triangles at `depth` below `t`.
+fn collect_at_depth(t: Triangle, depth: u32, out: &mut Vec<Triangle>) {
+    if depth == 0 {
+        out.push(t);
+        return;
+    }
+    if let Some(m) = t.midpoint() {
+        for child in t.children(m) {
+            collect_at_depth(child, depth - 1, out);
+        }
+    }
+}
+
+/// The largest `f32` at most `value`.
+fn round_down(value: f64) -> f32 {
+    -round_up(-value)
+}
+
+impl LodAlgorithm for BintreeLod<'_> {
+    fn name(&self) -> &'static str {
+        "bintree"
+    }
+
+    fn select(&mut self, view: &View) -> Selection<'_> {
+        let started = Instant::now();
+        self.indices.clear();
+        self.stats = SelectionStats::default();
+        let pass = Pass {
+            view,
+            frustum: view.frustum(),
+            view_angle_aware: self.options.view_angle_aware,
+        };
+        for root in self.roots() {
+            self.visit(&pass, root, Frustum::ALL_PLANES);
+        }
+        self.stats.triangles = (self.indices.len() / 3) as u64;
+        self.stats.select_time = started.elapsed();
+        Selection::Triangles {
+            vertices: self.vertices,
+            indices: &self.indices,
+            morphs: &[] as &[MorphedHeight],
+        }
+    }
+
+    fn stats(&self) -> &SelectionStats {
+        &self.stats
+    }
+
+    fn state_bytes(&self) -> usize {
+        self.diamonds.len() * size_of::<Diamond>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heightfield::GridPos;
+
+    fn bumpy(side: u32) -> Heightfield {
+        let values = (0..side * side)
+            .map(|i| {
+                let (c, r) = ((i % side) as f32, (i / side) as f32);
+                (c * 0.7).sin() * 5.0 + (r * 0.3).cos() * 3.0 + ((c * r) as u32 % 5) as f32
+            })
+            .collect();
+        Heightfield::from_f32(side, side, values).expect("valid")
+    }
+
+    #[test]
+    fn every_vertex_but_the_corners_is_one_diamond_centre() {
+        let field = bumpy(17);
+        let lod = BintreeLod::new(&field, LodOptions::default());
+        let mut centres = std::collections::HashSet::new();
+        let levels = 2 * (lod.side - 1).trailing_zeros();
+        for depth in 0..levels {
+            let mut triangles = Vec::new();
+            for root in lod.roots() {
+                collect_at_depth(root, depth, &mut triangles);
+            }
+            for t in triangles {
+                if let Some(m) = t.midpoint() {
+                    centres.insert(m);
+                }
+            }
+        }
+        assert_eq!(centres.len(), 17 * 17 - 4);
+        // Every diamond got a range (its own triangles at least).
+        for (i, d) in lod.diamonds.iter().enumerate() {
+            let p = GridPos::new(i as u32 % 17, i as u32 / 17);
+            let corner = (p.col == 0 || p.col == 16) && (p.row == 0 || p.row == 16);
+            assert_eq!(d.low <= d.high, !corner, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_row_spans_measure_exactly_what_a_brute_force_scan_does() {
+        for (w, h) in [(17, 17), (13, 9)] {
+            let field = bumpy(17);
+            let values: Vec<f32> = (0..w * h)
+                .map(|i| field.raw(i % w, i / w) * if i % 3 == 0 { -1.0 } else { 1.0 })
+                .collect();
+            let field = Heightfield::from_f32(w, h, values).expect("valid");
+            let lod = BintreeLod::new(&field, LodOptions::default());
+            let levels = 2 * (lod.side - 1).trailing_zeros();
+            for depth in 0..=levels {
+                let mut triangles = Vec::new();
+                for root in lod.roots() {
+                    collect_at_depth(root, depth, &mut triangles);
+                }
+                for t in triangles {
+                    let hs = [t.a, t.b, t.c].map(|p| lod.world_height(p));
+                    let e = |p: Point, q: Point, x: Point| {
+                        f64::from((q.0 - p.0) * (x.1 - p.1) - (q.1 - p.1) * (x.0 - p.0))
+                    };
+                    let area = e(t.a, t.b, t.c);
+                    let mut brute = 0.0f64;
+                    for row in 0..h as i32 {
+                        for col in 0..w as i32 {
+                            let x = (col, row);
+                            let ws = [e(t.b, t.c, x), e(t.c, t.a, x), e(t.a, t.b, x)];
+                            if ws.iter().all(|v| v * area >= 0.0) {
+                                let drawn = (ws[0] * hs[0] + ws[1] * hs[1] + ws[2] * hs[2]) / area;
+                                let truth = f64::from(field.raw(col as u32, row as u32));
+                                brute = brute.max((drawn - truth).abs());
+                            }
+                        }
+                    }
+                    let measured = lod.measure(&t).error;
+                    assert!(
+                        measured >= brute as f32
+                            && f64::from(measured) <= brute * (1.0 + 1e-6) + 1e-9,
+                        "{t:?}: {measured} vs {brute}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn errors_and_ranges_grow_towards_the_root() {
+        let field = bumpy(33);
+        let lod = BintreeLod::new(&field, LodOptions::default());
+        let levels = 2 * (lod.side - 1).trailing_zeros();
+        for depth in 0..levels {
+            let mut triangles = Vec::new();
+            for root in lod.roots() {
+                collect_at_depth(root, depth, &mut triangles);
+            }
+            for t in triangles {
+                let Some(m) = t.midpoint() else { continue };
+                let parent = lod.diamonds[lod.slot(m)];
+                for child in t.children(m) {
+                    let Some(cm) = child.midpoint() else { continue };
+                    let c = lod.diamonds[lod.slot(cm)];
+                    assert!(
+                        c.error <= parent.error && c.low >= parent.low && c.high <= parent.high
+                    );
+                    // The child's descendant region lies in the parent's.
+                    let (r, cr) = (t.descendant_radius(), child.descendant_radius());
+                    assert!((cm.0 - m.0).abs() + cr <= r && (cm.1 - m.1).abs() + cr <= r);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_plane_is_two_triangles_and_zero_error_is_the_full_grid() {
+        let side = 9;
+        let plane: Vec<f32> = (0..side * side).map(|i| (i % side) as f32 * 2.0).collect();
+        let field = Heightfield::from_f32(side, side, plane).expect("valid");
+        let mut lod = BintreeLod::new(&field, LodOptions::default());
+        let view = View::world_error(1e-3).expect("valid");
+        assert_eq!(lod.select(&view).triangle_count(), 2);
+        let field = bumpy(side);
+        let mut lod = BintreeLod::new(&field, LodOptions::default());
+        assert_eq!(lod.select(&view).triangle_count(), 2 * 8 * 8);
+    }
+}

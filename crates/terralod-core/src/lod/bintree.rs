@@ -186,59 +186,87 @@ impl<'a> BintreeLod<'a> {
     }
 
     /// Depths from the finest splittable level up to the roots', each finished before its
-    /// parents read it.
+    /// parents read it. A depth's diamonds are independent: they are measured in parallel,
+    /// a bounded batch at a time, so the build needs no memory beyond the records.
     fn build_diamonds(&mut self) {
-        let levels = 2 * (self.side - 1).trailing_zeros();
-        let mut at_depth = Vec::new();
+        let n = self.side as i32 - 1;
+        let levels = 2 * n.trailing_zeros();
+        let mut batch: Vec<Point> = Vec::with_capacity(BATCH);
+        let mut measured: Vec<Diamond> = Vec::with_capacity(BATCH);
         for depth in (0..levels).rev() {
-            at_depth.clear();
-            for root in self.roots() {
-                collect_at_depth(root, depth, &mut at_depth);
-            }
+            let s = n >> (depth / 2 + 1);
+            let diagonal = depth % 2 == 0;
             // Small triangles (most of them) read a per-shape list of samples and weights
-            // instead of working out row spans: every triangle of a depth has one of eight
-            // orientations.
-            let mut shapes: Vec<SampleShape> = Vec::new();
-            if at_depth
-                .first()
-                .is_some_and(|t| t.half_extent() <= SMALL_HALF_EXTENT)
-            {
-                for t in &at_depth {
-                    if !shapes.iter().any(|shape| shape.fits(t)) {
-                        shapes.push(SampleShape::new(t));
+            // instead of working out row spans; a depth has eight shapes at most.
+            let shapes: Vec<SampleShape> = if s <= SMALL_HALF_EXTENT {
+                half_diagonals(s, diagonal)
+                    .into_iter()
+                    .flat_map(|d| diamond_triangles((0, 0), d))
+                    .map(|t| SampleShape::new(&t))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let mut flush = |lod: &mut Self, batch: &mut Vec<Point>| {
+                batch
+                    .par_iter()
+                    .map(|&m| lod.measure_diamond(m, s, diagonal, &shapes))
+                    .collect_into_vec(&mut measured);
+                for (&m, &d) in batch.iter().zip(&measured) {
+                    let slot = lod.slot(m);
+                    lod.diamonds[slot] = d;
+                }
+                batch.clear();
+            };
+            for j in 0..=n / s {
+                for i in 0..=n / s {
+                    let centre = if diagonal {
+                        i % 2 == 1 && j % 2 == 1
+                    } else {
+                        (i + j) % 2 == 1
+                    };
+                    if centre {
+                        batch.push((i * s, j * s));
+                        if batch.len() == BATCH {
+                            flush(self, &mut batch);
+                        }
                     }
                 }
             }
-            // The exact passes in parallel; the merges (two triangles per diamond) in order.
-            let measured: Vec<Option<Diamond>> = at_depth
-                .par_iter()
-                .map(|t| {
-                    t.midpoint()?;
-                    Some(match shapes.iter().find(|shape| shape.fits(t)) {
-                        Some(shape) => self.measure_with(t, shape),
-                        None => self.measure(t),
-                    })
-                })
-                .collect();
-            for (triangle, own) in at_depth.iter().zip(measured) {
-                let (Some(m), Some(mut own)) = (triangle.midpoint(), own) else {
-                    continue;
-                };
-                for child in triangle.children(m) {
-                    if let Some(cm) = child.midpoint() {
-                        own.merge(self.diamonds[self.slot(cm)]);
-                    }
+            flush(self, &mut batch);
+        }
+    }
+
+    /// The record of the diamond centred on `m` at a depth with half-extent `s`: its one or
+    /// two triangles measured, merged with its children's records.
+    fn measure_diamond(&self, m: Point, s: i32, diagonal: bool, shapes: &[SampleShape]) -> Diamond {
+        let n = self.side as i32 - 1;
+        let d = half_diagonal(m, s, diagonal);
+        let mut record = Diamond::EMPTY;
+        for t in diamond_triangles(m, d) {
+            if !(0..=n).contains(&t.c.0) || !(0..=n).contains(&t.c.1) {
+                continue; // a diamond on the grid's edge has one triangle
+            }
+            record.merge(match shapes.iter().find(|shape| shape.fits(&t)) {
+                Some(shape) => self.measure_with(&t, shape),
+                None => self.measure(&t),
+            });
+            for child in t.children(m) {
+                if let Some(cm) = child.midpoint() {
+                    record.merge(self.diamonds[self.slot(cm)]);
                 }
-                let slot = self.slot(m);
-                self.diamonds[slot].merge(own);
             }
         }
+        record
     }
 
     /// The exact error of a triangle's plane over the data samples it covers, and the y
     /// range of those samples and of its vertices.
     fn measure(&self, t: &Triangle) -> Diamond {
         let heights = [t.a, t.b, t.c].map(|p| self.world_height(p));
+        if self.beyond_data(t) {
+            return vertex_range(heights);
+        }
         match self.field.samples() {
             Samples::U16(v) => measure_triangle(self.field, v, t, heights),
             Samples::I16(v) => measure_triangle(self.field, v, t, heights),
@@ -251,6 +279,9 @@ impl<'a> BintreeLod<'a> {
     fn measure_with(&self, t: &Triangle, shape: &SampleShape) -> Diamond {
         let heights = [t.a, t.b, t.c].map(|p| self.world_height(p));
         let mut range = vertex_range(heights);
+        if self.beyond_data(t) {
+            return range;
+        }
         let (width, height) = (self.field.width() as i32, self.field.height() as i32);
         let mapping = self.field.mapping();
         let (scale, offset) = (
@@ -273,6 +304,13 @@ impl<'a> BintreeLod<'a> {
         }
         finish_range(&mut range, error, low, high, heights);
         range
+    }
+
+    /// Whether a triangle covers no data sample (it lies in the padding).
+    fn beyond_data(&self, t: &Triangle) -> bool {
+        let col = t.a.0.min(t.b.0).min(t.c.0);
+        let row = t.a.1.min(t.b.1).min(t.c.1);
+        col >= self.field.width() as i32 || row >= self.field.height() as i32
     }
 
     fn emit(&mut self, t: &Triangle) {
@@ -506,17 +544,39 @@ fn finish_range(range: &mut Diamond, error: f64, low: f64, high: f64, heights: [
     range.error = round_up(error + margin);
 }
 
-/// Appends the triangles at `depth` below `t`.
-fn collect_at_depth(t: Triangle, depth: u32, out: &mut Vec<Triangle>) {
-    if depth == 0 {
-        out.push(t);
-        return;
+/// Diamonds measured in parallel per batch.
+const BATCH: usize = 1 << 14;
+
+/// The half-diagonal `d` (hypotenuse from `m - d` to `m + d`) of the diamond centred on
+/// `m`, at a depth with half-extent `s`. On an axis it follows the axis on which `m` is an
+/// odd multiple of `s`; on a diagonal the direction alternates like a checkerboard of
+/// `2s` blocks, `(s, s)` where `(i + j) / 2` is odd for `m = (i s, j s)` (the root's
+/// diagonal runs from `(0, 0)` to `(n, n)`).
+fn half_diagonal(m: Point, s: i32, diagonal: bool) -> Point {
+    let (i, j) = (m.0 / s, m.1 / s);
+    match (diagonal, i % 2 == 1) {
+        (true, _) if ((i + j) / 2) % 2 == 1 => (s, s),
+        (true, _) => (s, -s),
+        (false, true) => (s, 0),
+        (false, false) => (0, s),
     }
-    if let Some(m) = t.midpoint() {
-        for child in t.children(m) {
-            collect_at_depth(child, depth - 1, out);
-        }
+}
+
+/// The half-diagonals a depth's diamonds can have.
+fn half_diagonals(s: i32, diagonal: bool) -> [Point; 2] {
+    if diagonal {
+        [(s, s), (s, -s)]
+    } else {
+        [(s, 0), (0, s)]
     }
+}
+
+/// The two triangles of the diamond centred on `m` with half-diagonal `d` (one of them may
+/// lie beyond the grid).
+fn diamond_triangles(m: Point, d: Point) -> [Triangle; 2] {
+    let (a, b) = ((m.0 - d.0, m.1 - d.1), (m.0 + d.0, m.1 + d.1));
+    let perp = (d.1, -d.0);
+    [(m.0 + perp.0, m.1 + perp.1), (m.0 - perp.0, m.1 - perp.1)].map(|c| Triangle { a, b, c })
 }
 
 /// The largest `f32` at most `value`.
@@ -563,6 +623,19 @@ impl LodAlgorithm for BintreeLod<'_> {
 mod tests {
     use super::*;
     use crate::heightfield::GridPos;
+
+    /// Appends the triangles at `depth` below `t`.
+    fn collect_at_depth(t: Triangle, depth: u32, out: &mut Vec<Triangle>) {
+        if depth == 0 {
+            out.push(t);
+            return;
+        }
+        if let Some(m) = t.midpoint() {
+            for child in t.children(m) {
+                collect_at_depth(child, depth - 1, out);
+            }
+        }
+    }
 
     fn bumpy(side: u32) -> Heightfield {
         let values = (0..side * side)
@@ -640,6 +713,30 @@ mod tests {
                         "{t:?}: {measured} vs {brute}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_centre_rule_finds_the_diamonds_the_recursion_makes() {
+        let field = bumpy(33);
+        let lod = BintreeLod::new(&field, LodOptions::default());
+        let n = 32;
+        for depth in 0..2 * 5 {
+            let mut triangles = Vec::new();
+            for root in lod.roots() {
+                collect_at_depth(root, depth, &mut triangles);
+            }
+            let s = n >> (depth / 2 + 1);
+            for t in triangles {
+                let m = t.midpoint().expect("every depth below 10 splits");
+                let d = half_diagonal(m, s, depth % 2 == 0);
+                let hypotenuse = [(m.0 - d.0, m.1 - d.1), (m.0 + d.0, m.1 + d.1)];
+                assert!(
+                    hypotenuse == [t.a, t.b] || hypotenuse == [t.b, t.a],
+                    "depth {depth}: {t:?} has centre {m:?}, rule says {d:?}"
+                );
+                assert!(diamond_triangles(m, d).iter().any(|o| o.c == t.c));
             }
         }
     }

@@ -24,6 +24,7 @@
 //! - View-independent ([`View::world_error`]): every sample within a vertical distance of
 //!   the mesh, full coverage, no culling (what martini and delatin produce).
 
+pub mod adaptive;
 pub mod presets;
 pub mod quadtree;
 
@@ -35,6 +36,7 @@ use glam::Vec3;
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub use adaptive::{AdaptiveLod, AdaptiveOptions};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 
@@ -475,14 +477,24 @@ impl std::fmt::Debug for AlgorithmEntry {
 
 /// Every algorithm, in the order the CLI lists them. Adding an algorithm is one module and
 /// one line here; the property tests and benches pick it up.
-pub static REGISTRY: &[AlgorithmEntry] = &[AlgorithmEntry {
-    name: "quadtree",
-    summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
+pub static REGISTRY: &[AlgorithmEntry] = &[
+    AlgorithmEntry {
+        name: "quadtree",
+        summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
               frustum culled, one index buffer per frame",
-    crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
+        crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
-    build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
-}];
+        build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+    },
+    AlgorithmEntry {
+        name: "adaptive",
+        summary: "Ulrich's adaptive quadtree of article 002: squares with enabled edge vertices \
+              and sub-squares, updated incrementally across frames, drawn as fans",
+        crack_handling: "enabling a vertex enables both squares sharing it, enabling a \
+                     sub-square its parent's edge vertices at its corners",
+        build: |field, pyramid, options| Box::new(AdaptiveLod::new(field, pyramid, *options)),
+    },
+];
 
 /// The registered algorithm called `name`.
 pub fn find(name: &str) -> Option<&'static AlgorithmEntry> {

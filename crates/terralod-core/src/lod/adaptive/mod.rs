@@ -80,18 +80,54 @@ use super::{
     GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
 };
 use crate::camera::{Aabb, Containment, Frustum};
-use crate::heightfield::Heightfield;
+use crate::heightfield::{GridPos, Heightfield};
 use crate::pyramid::Pyramid;
 use records::HeightTree;
+use render::Morpher;
 use std::time::Instant;
 use update::{ENABLED, WANTED};
 
+/// Share of the tolerance the topology gets when morphing; the morphs get the rest.
+pub const MORPH_SHARE: f32 = 0.5;
+
 /// Options of algorithm A.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdaptiveOptions {
     /// Also apply the article's L∞ distance test with `Threshold = k (1 + a² + b²) / τ`
     /// (see the module docs). Default off: the shared bound alone keeps τ.
     pub linf_test: bool,
+    /// Geomorphing (A6): select the topology for half the tolerance and move vertices
+    /// between their coarse and true heights with the other half. Default on (the article
+    /// recommends it against popping).
+    pub morph: bool,
+}
+
+impl Default for AdaptiveOptions {
+    fn default() -> Self {
+        AdaptiveOptions {
+            linf_test: false,
+            morph: true,
+        }
+    }
+}
+
+impl AdaptiveOptions {
+    pub fn with_linf_test(mut self, on: bool) -> Self {
+        self.linf_test = on;
+        self
+    }
+
+    pub fn with_morph(mut self, on: bool) -> Self {
+        self.morph = on;
+        self
+    }
+}
+
+/// The tolerance value of a view (pixels or world units).
+fn view_tolerance(view: &View) -> f32 {
+    match view.tolerance() {
+        super::Tolerance::Pixels(v) | super::Tolerance::WorldError(v) => v,
+    }
 }
 
 /// The per-frame test inputs.
@@ -209,8 +245,17 @@ impl<'a> AdaptiveLod<'a> {
     }
 
     /// Update() only: brings the state to `view` without drawing.
+    ///
+    /// With morphing on, the topology is selected for [`MORPH_SHARE`] of the view's
+    /// tolerance; the rest is the morphs' (see `render`).
     pub fn update(&mut self, view: &View) {
-        let tester = self.tester(view);
+        let topology = if self.adaptive.morph {
+            view.with_tolerance(view_tolerance(view) * MORPH_SHARE)
+                .unwrap_or(*view)
+        } else {
+            *view
+        };
+        let tester = self.tester(&topology);
         self.enable_pass(&tester);
         self.disable_pass();
     }
@@ -247,7 +292,22 @@ impl LodAlgorithm for AdaptiveLod<'_> {
         self.morphs.clear();
         self.drawn.clear();
         let frustum = if view.cull() { view.frustum() } else { None };
-        self.render(frustum, 0, 0, 0);
+        let morpher = Morpher {
+            view,
+            view_angle_aware: self.options.view_angle_aware,
+            budget: if self.adaptive.morph {
+                // A hair under the share, for the f32 arithmetic of the drawn heights.
+                view_tolerance(view) * (1.0 - MORPH_SHARE) * (1.0 - 2f32.powi(-10))
+            } else {
+                0.0
+            },
+        };
+        let size = self.tree.levels[0].size;
+        let root = [(0, 0), (size, 0), (0, size), (size, size)]
+            .map(|(c, r)| self.height_at(GridPos::new(c, r)));
+        self.render(frustum, &morpher, (0, 0, 0), root);
+        self.morphs.sort_unstable_by_key(|m| m.vertex);
+        self.morphs.dedup_by_key(|m| m.vertex);
         self.stats.triangles = (self.indices.len() / 3) as u64;
         self.stats.select_time = started.elapsed();
         Selection::Triangles {

@@ -231,11 +231,18 @@ pub struct LodOptions {
     /// Use the view-angle-aware screen error (article 000: the error vector projected on
     /// the camera's up axis, done as a true bound). Default off: the article's plain error.
     pub view_angle_aware: bool,
+    /// Algorithm A's options (geomorphing, the article's L∞ test).
+    pub adaptive: AdaptiveOptions,
 }
 
 impl LodOptions {
     pub fn with_view_angle_aware(mut self, on: bool) -> Self {
         self.view_angle_aware = on;
+        self
+    }
+
+    pub fn with_adaptive(mut self, adaptive: AdaptiveOptions) -> Self {
+        self.adaptive = adaptive;
         self
     }
 }

@@ -104,14 +104,17 @@ pub struct AdaptiveOptions {
 
 impl Default for AdaptiveOptions {
     fn default() -> Self {
-        AdaptiveOptions {
-            linf_test: false,
-            morph: true,
-        }
+        AdaptiveOptions::DEFAULT
     }
 }
 
 impl AdaptiveOptions {
+    /// The defaults, usable in constants.
+    pub const DEFAULT: AdaptiveOptions = AdaptiveOptions {
+        linf_test: false,
+        morph: true,
+    };
+
     pub fn with_linf_test(mut self, on: bool) -> Self {
         self.linf_test = on;
         self
@@ -184,9 +187,10 @@ pub struct AdaptiveLod<'a> {
 }
 
 impl<'a> AdaptiveLod<'a> {
-    /// Builds the algorithm; `pyramid` must be the pyramid of `field`.
+    /// Builds the algorithm with `options.adaptive`; `pyramid` must be the pyramid of
+    /// `field`.
     pub fn new(field: &'a Heightfield, pyramid: &Pyramid, options: LodOptions) -> AdaptiveLod<'a> {
-        Self::with_options(field, pyramid, options, AdaptiveOptions::default())
+        Self::with_options(field, pyramid, options, options.adaptive)
     }
 
     /// Builds the algorithm with its own options.
@@ -237,6 +241,19 @@ impl<'a> AdaptiveLod<'a> {
     /// Number of squares stored.
     pub fn squares(&self) -> usize {
         self.tree.records.len()
+    }
+
+    /// Forgets the state carried across frames (back to the root alone), in time
+    /// proportional to the enabled squares: the next selection starts from scratch.
+    pub fn reset(&mut self) {
+        for level in 0..=self.finest {
+            let shape = self.tree.levels[level];
+            for &(ix, iz) in &self.lists[level] {
+                self.state[shape.id(ix, iz)] = 0;
+            }
+            self.lists[level].clear();
+        }
+        self.state[0] = ENABLED | WANTED;
     }
 
     /// Bytes of the static tree (records of every stored square).

@@ -91,9 +91,12 @@ fn incremental_updates_equal_fresh_selections() {
         let field = rough_field(width, height, seed);
         let pyramid = Pyramid::build(&field);
         let mut walker = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+        let mut resetting = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
         for view in walk(&field, 30) {
             let incremental = triangles(&mut walker, &view);
             check_invariants(&walker);
+            resetting.reset();
+            assert_eq!(incremental, triangles(&mut resetting, &view), "after reset");
             let mut fresh = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
             assert_eq!(
                 incremental,

@@ -143,16 +143,24 @@ pub(crate) struct Tester<'v> {
 }
 
 impl Tester<'_> {
+    /// Where `aabb` lies against the frustum (inside for a view without one).
+    #[inline]
+    fn classify(&self, aabb: &Aabb) -> Containment {
+        self.frustum
+            .map_or(Containment::Inside, |frustum| frustum.classify(aabb))
+    }
+
     /// Whether a test with error `error` over box `aabb` fails the view (the thing must be
     /// enabled).
     #[inline]
     fn needs(&self, error: f32, aabb: &Aabb) -> bool {
+        error > 0.0 && self.classify(aabb) != Containment::Outside && self.fails(error, aabb)
+    }
+
+    /// [`Tester::needs`] for a box known not to be outside the frustum.
+    #[inline]
+    fn fails(&self, error: f32, aabb: &Aabb) -> bool {
         if error <= 0.0 {
-            return false;
-        }
-        if let Some(frustum) = self.frustum
-            && frustum.classify(aabb) == Containment::Outside
-        {
             return false;
         }
         if let Some((threshold, eye)) = self.linf

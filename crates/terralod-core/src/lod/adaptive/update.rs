@@ -4,6 +4,7 @@
 
 use super::records::{EAST, HeightTree, NORTH, SOUTH, WEST};
 use super::{AdaptiveLod, Tester};
+use crate::camera::Containment;
 
 /// Bits of a square's state word (the article's "mesh tree" per square).
 pub(super) const ENABLED: u32 = 1;
@@ -128,11 +129,14 @@ impl AdaptiveLod<'_> {
         let id = shape.id(ix, iz);
         let wanted = level == 0 || self.state[id] & WANTED != 0;
         let aabb = self.tree.aabb(level, ix, iz);
+        // One frustum test for the square's own tests; its children need their own only
+        // when it crosses the frustum.
+        let containment = tester.classify(&aabb);
         let mut side_bits = 0;
-        if wanted {
+        if wanted && containment != Containment::Outside {
             for side in 0..4 {
                 let error = self.tree.side_error(self.field, level, ix, iz, side);
-                if tester.needs(error, &aabb) {
+                if tester.fails(error, &aabb) {
                     side_bits |= side_want_bit(side);
                 }
             }
@@ -150,11 +154,15 @@ impl AdaptiveLod<'_> {
                 }
                 let cid = child.id(cx, cz);
                 let want = straddles
-                    || (wanted
-                        && tester.needs(
-                            self.tree.records[cid].subtree_error,
-                            &self.tree.aabb(level + 1, cx, cz),
-                        ));
+                    || (wanted && containment != Containment::Outside && {
+                        let error = self.tree.records[cid].subtree_error;
+                        let child_box = self.tree.aabb(level + 1, cx, cz);
+                        if containment == Containment::Inside {
+                            tester.fails(error, &child_box)
+                        } else {
+                            tester.needs(error, &child_box)
+                        }
+                    });
                 if want {
                     self.state[cid] |= WANTED;
                     if self.state[cid] & ENABLED == 0 {

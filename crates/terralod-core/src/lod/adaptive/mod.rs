@@ -190,7 +190,8 @@ pub struct AdaptiveLod<'a> {
     indices: Vec<u32>,
     morphs: Vec<MorphedHeight>,
     /// Squares that drew triangles in the last selection.
-    drawn: Vec<(u8, u32, u32)>,
+    /// (boxes grown to the drawn heights, which geomorphing can move out of them).
+    drawn: Vec<Aabb>,
     stats: SelectionStats,
 }
 
@@ -351,9 +352,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
-        for &(level, ix, iz) in &self.drawn {
-            out.push(self.tree.aabb(level as usize, ix, iz));
-        }
+        out.extend_from_slice(&self.drawn);
     }
 }
 

@@ -185,7 +185,14 @@ impl AdaptiveLod<'_> {
         }
         if self.indices.len() > before {
             self.stats.nodes_drawn += 1;
-            self.drawn.push((level as u8, ix, iz));
+            let (lo, hi) = corners
+                .into_iter()
+                .chain(mids.into_iter().flatten())
+                .fold((centre_h, centre_h), |(lo, hi), h| (lo.min(h), hi.max(h)));
+            let mut drawn = aabb;
+            drawn.min.y = drawn.min.y.min(lo);
+            drawn.max.y = drawn.max.y.max(hi);
+            self.drawn.push(drawn);
         }
     }
 }

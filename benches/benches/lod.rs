@@ -13,7 +13,7 @@ use std::hint::black_box;
 use terralod_benches::load_gcanyon;
 use terralod_core::Camera;
 use terralod_core::heightfield::Heightfield;
-use terralod_core::lod::{LodOptions, REGISTRY, View};
+use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions, REGISTRY, View};
 use terralod_core::pyramid::Pyramid;
 
 /// The three cameras of the table (world metres; the data spans 245,760 × 122,880 m,
@@ -113,5 +113,64 @@ fn lod_select(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lod_select);
+/// Algorithm A along a low flight (64 frames, 10 m apart, τ = 1 px): the next frame's
+/// update with the state carried, against a selection from scratch (state reset) for the
+/// same cameras. Prints the tree's bytes per square and per sample first.
+fn adaptive_update(c: &mut Criterion) {
+    let Some(field) = load_gcanyon() else {
+        return;
+    };
+    let pyramid = Pyramid::build(&field);
+    let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    eprintln!(
+        "adaptive: {} squares, {} bytes per square ({} static + 4 state), {:.2} bytes per sample",
+        lod.squares(),
+        AdaptiveLod::SQUARE_BYTES,
+        AdaptiveLod::SQUARE_BYTES - 4,
+        (lod.static_bytes() + lod.state_bytes()) as f64 / field.len() as f64
+    );
+    let (_, low_flight) = cameras()[1];
+    let heading = (low_flight.target - low_flight.eye).normalize();
+    let views: Vec<View> = (0..64)
+        .map(|i| {
+            let eye = low_flight.eye + heading * (10.0 * i as f32);
+            let camera = Camera::new(
+                eye,
+                eye + heading,
+                60f32.to_radians(),
+                (1920, 1080),
+                1.0,
+                1e6,
+            )
+            .expect("valid camera");
+            View::screen(camera, 1.0).expect("valid view")
+        })
+        .collect();
+    for view in &views {
+        lod.select(view);
+    }
+    eprintln!(
+        "adaptive low flight: {} triangles, {} squares enabled",
+        lod.stats().triangles,
+        lod.enabled_squares()
+    );
+    let mut group = c.benchmark_group("adaptive_update_gcanyon_low_flight_1px");
+    let mut frame = 0;
+    group.bench_function("next_frame", |b| {
+        b.iter(|| {
+            frame = (frame + 1) % views.len();
+            black_box(lod.select(&views[frame]).triangle_count())
+        })
+    });
+    group.bench_function("from_scratch", |b| {
+        b.iter(|| {
+            frame = (frame + 1) % views.len();
+            lod.reset();
+            black_box(lod.select(&views[frame]).triangle_count())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, lod_select, adaptive_update);
 criterion_main!(benches);

@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
-use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
+use terralod_core::lod::{self, AdaptiveOptions, AlgorithmEntry, LodOptions, View};
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
@@ -23,6 +23,12 @@ pub struct LodArgs {
     /// Use the view-angle-aware screen error (article 000), still a true bound.
     #[arg(long)]
     pub view_angle_aware: bool,
+    /// Algorithm adaptive: no geomorphing (the topology then gets all of the tolerance).
+    #[arg(long)]
+    pub adaptive_no_morph: bool,
+    /// Algorithm adaptive: also apply article 002's L∞ distance test (more triangles).
+    #[arg(long)]
+    pub adaptive_linf: bool,
 }
 
 impl LodArgs {
@@ -38,7 +44,13 @@ impl LodArgs {
     }
 
     pub fn options(&self) -> LodOptions {
-        LodOptions::default().with_view_angle_aware(self.view_angle_aware)
+        LodOptions::default()
+            .with_view_angle_aware(self.view_angle_aware)
+            .with_adaptive(
+                AdaptiveOptions::default()
+                    .with_morph(!self.adaptive_no_morph)
+                    .with_linf_test(self.adaptive_linf),
+            )
     }
 
     /// The view the algorithm selects for. `camera` is called only for a view-dependent

@@ -24,6 +24,7 @@
 //! - View-independent ([`View::world_error`]): every sample within a vertical distance of
 //!   the mesh, full coverage, no culling (what martini and delatin produce).
 
+pub mod adaptive;
 pub mod bintree;
 pub mod presets;
 pub mod quadtree;
@@ -36,6 +37,7 @@ use glam::Vec3;
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub use adaptive::{AdaptiveLod, AdaptiveOptions};
 pub use bintree::BintreeLod;
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
@@ -231,11 +233,18 @@ pub struct LodOptions {
     /// Use the view-angle-aware screen error (article 000: the error vector projected on
     /// the camera's up axis, done as a true bound). Default off: the article's plain error.
     pub view_angle_aware: bool,
+    /// Algorithm A's options (geomorphing, the article's L∞ test).
+    pub adaptive: AdaptiveOptions,
 }
 
 impl LodOptions {
     pub fn with_view_angle_aware(mut self, on: bool) -> Self {
         self.view_angle_aware = on;
+        self
+    }
+
+    pub fn with_adaptive(mut self, adaptive: AdaptiveOptions) -> Self {
+        self.adaptive = adaptive;
         self
     }
 }
@@ -495,6 +504,14 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
         build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+    },
+    AlgorithmEntry {
+        name: "adaptive",
+        summary: "Ulrich's adaptive quadtree of article 002: squares with enabled edge vertices \
+              and sub-squares, updated incrementally across frames, drawn as fans",
+        crack_handling: "enabling a vertex enables both squares sharing it, enabling a \
+                     sub-square its parent's edge vertices at its corners",
+        build: |field, pyramid, options| Box::new(AdaptiveLod::new(field, pyramid, *options)),
     },
     AlgorithmEntry {
         name: "bintree",

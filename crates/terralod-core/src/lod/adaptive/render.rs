@@ -1,0 +1,230 @@
+//! Render() of algorithm A: triangle fans around the centres of the enabled squares,
+//! skipping disabled edge vertices and the quadrants that enabled sub-squares draw, and
+//! the geomorphed heights of their vertices (A6).
+//!
+//! # Geomorphing
+//!
+//! A vertex that a square adds (its centre, an edge vertex) lies on an edge of the coarser
+//! surface drawn without it: its *base* height is the mean of that edge's two ends *as
+//! drawn*. It is drawn at `base + t (h − base)`, `h` its sample's height, with `t` driven
+//! by the projected size of the residual `r = h − base` over the boxes of the squares whose
+//! triangles use it: `t = 0` while `B(|r|) ≤ β` (drawn on the coarse surface), then
+//! `t = 1 − β / B(|r|)`, so the drawn vertex is never more than `β` pixels (on the shared
+//! bound `B`) from its sample. The topology is selected for `μ τ` and `β = (1 − μ) τ`. At a
+//! sample, the screen distance from the true point to the drawn one is at most the
+//! distance to the unmorphed surface (within `μ τ`: the topology's tests, on boxes that
+//! hold both points) plus the distance from there to the morphed surface: a vertical
+//! segment no longer than the largest vertex offset of its triangle, which may leave the
+//! square's box by that much, so `B` is taken over the boxes grown by `|r|` vertically
+//! (a box of every square whose triangles use the vertex: the one that adds it holds its
+//! descendants). So the bound holds with morphing applied. `t` depends on the view only (no time), so the topology
+//! and the drawn heights are a function of the view; a vertex appears and leaves with
+//! `t = 0` unless its ends are themselves moving, which is where popping is left.
+
+use super::records::{EAST, NORTH, SOUTH, WEST};
+use super::update::ENABLED;
+use super::{AdaptiveLod, View};
+use crate::camera::{Aabb, Containment, Frustum};
+use crate::heightfield::GridPos;
+use crate::lod::{MorphedHeight, sample_height};
+
+/// The per-frame morphing inputs.
+pub(super) struct Morpher<'v> {
+    pub view: &'v View,
+    pub view_angle_aware: bool,
+    /// Pixels (world units for a world-error view) a drawn vertex may sit from its sample;
+    /// 0 switches morphing off.
+    pub budget: f32,
+}
+
+impl Morpher<'_> {
+    /// The drawn height of a vertex with sample height `h` on a coarse edge at height
+    /// `base`, its triangles inside `boxes`.
+    fn height(&self, h: f32, base: f32, boxes: [Option<Aabb>; 2]) -> f32 {
+        let r = h - base;
+        if self.budget <= 0.0 || r == 0.0 {
+            return h;
+        }
+        let size = if self.view.camera().is_some() {
+            boxes
+                .iter()
+                .flatten()
+                .map(|b| {
+                    // The drawn point may leave the box by up to |r|.
+                    let reach = glam::Vec3::new(0.0, r.abs(), 0.0);
+                    let inflated = Aabb::new(b.min - reach, b.max + reach);
+                    self.view
+                        .projected_error_bound(r.abs(), &inflated, self.view_angle_aware)
+                })
+                .fold(0.0f32, f32::max)
+        } else {
+            r.abs()
+        };
+        if size <= self.budget {
+            base
+        } else if !size.is_finite() {
+            h
+        } else {
+            base + (1.0 - self.budget / size) * r
+        }
+    }
+}
+
+/// The four edges of a square in fan order (counter-clockwise seen from above, as
+/// algorithm Q's fans): the side, and the quadrants of its first and second half.
+const EDGES: [(usize, u32, u32); 4] = [(WEST, 0, 2), (SOUTH, 2, 3), (EAST, 3, 1), (NORTH, 1, 0)];
+
+impl AdaptiveLod<'_> {
+    /// Emits the enabled square `(level, ix, iz)` and its enabled descendants, drawn
+    /// corner heights `corners` (north-west, north-east, south-west, south-east); culls
+    /// whole subtrees whose box is outside `frustum`.
+    pub(super) fn render(
+        &mut self,
+        frustum: Option<&Frustum>,
+        morpher: &Morpher<'_>,
+        (level, ix, iz): (usize, u32, u32),
+        corners: [f32; 4],
+    ) {
+        let aabb = self.tree.aabb(level, ix, iz);
+        if let Some(frustum) = frustum
+            && frustum.classify(&aabb) == Containment::Outside
+        {
+            return;
+        }
+        let size = self.tree.levels[level].size;
+        let half = size / 2;
+        let stride = self.vertices.stride;
+        let corner = self.vertices.index(GridPos::new(ix * size, iz * size));
+        let (right, down) = (size, size * stride);
+        let centre = corner + half * (stride + 1);
+        // Drawn heights: the centre on the parent's diagonal through it, edge vertices on
+        // their edges.
+        // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
+        let (x0, z0) = (ix * size, iz * size);
+        let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
+        let centre_h = {
+            let h = self.height_at(at(half, half));
+            if level == 0 {
+                h
+            } else {
+                let k = (ix & 1) | (iz & 1) << 1;
+                let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
+                morpher.height(h, 0.5 * (corners[a] + corners[b]), [Some(aabb), None])
+            }
+        };
+        self.push_morph(at(half, half), centre_h);
+        // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
+        let mut mids = [None; 4];
+        for (side, (vertex, ends)) in [
+            (at(size, half), (1, 3)),
+            (at(half, size), (2, 3)),
+            (at(half, 0), (0, 1)),
+            (at(0, half), (0, 2)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if !self.mid_enabled(level, ix, iz, side) {
+                continue;
+            }
+            let neighbour = self.neighbour_box(level, ix, iz, side);
+            let base = 0.5 * (corners[ends.0] + corners[ends.1]);
+            let height = morpher.height(self.height_at(vertex), base, [Some(aabb), neighbour]);
+            self.push_morph(vertex, height);
+            mids[side] = Some(height);
+        }
+        let mut enabled_children = 0u32;
+        if level < self.finest {
+            let child = self.tree.levels[level + 1];
+            for k in 0..4 {
+                let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
+                if child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0 {
+                    enabled_children |= 1 << k;
+                    // An enabled child's two edge vertices on this square's sides are on.
+                    let m = |side: usize| mids[side].unwrap_or(centre_h);
+                    let child_corners = match k {
+                        0 => [corners[0], m(NORTH), m(WEST), centre_h],
+                        1 => [m(NORTH), corners[1], centre_h, m(EAST)],
+                        2 => [m(WEST), centre_h, corners[2], m(SOUTH)],
+                        _ => [centre_h, m(EAST), m(SOUTH), corners[3]],
+                    };
+                    self.render(frustum, morpher, (level + 1, cx, cz), child_corners);
+                }
+            }
+        }
+        if self.tree.straddles(level, ix, iz) {
+            // Every stored child is enabled and draws itself; the rest is padding.
+            return;
+        }
+        // Per edge: start corner, midpoint, end corner, in fan order.
+        let ends = [
+            (corner, corner + half * stride, corner + down),
+            (corner + down, corner + down + half, corner + down + right),
+            (
+                corner + down + right,
+                corner + right + half * stride,
+                corner + right,
+            ),
+            (corner + right, corner + half, corner),
+        ];
+        let before = self.indices.len();
+        for ((side, first, second), (a, m, b)) in EDGES.into_iter().zip(ends) {
+            if self.mid_enabled(level, ix, iz, side) {
+                if enabled_children & (1 << first) == 0 {
+                    self.indices.extend_from_slice(&[centre, a, m]);
+                }
+                if enabled_children & (1 << second) == 0 {
+                    self.indices.extend_from_slice(&[centre, m, b]);
+                }
+            } else {
+                // Both halves' quadrants are drawn here: an enabled quadrant would have
+                // enabled this vertex.
+                debug_assert_eq!(enabled_children & (1 << first | 1 << second), 0);
+                self.indices.extend_from_slice(&[centre, a, b]);
+            }
+        }
+        if self.indices.len() > before {
+            self.stats.nodes_drawn += 1;
+            let (lo, hi) = corners
+                .into_iter()
+                .chain(mids.into_iter().flatten())
+                .fold((centre_h, centre_h), |(lo, hi), h| (lo.min(h), hi.max(h)));
+            let mut drawn = aabb;
+            drawn.min.y = drawn.min.y.min(lo);
+            drawn.max.y = drawn.max.y.max(hi);
+            self.drawn.push(drawn);
+        }
+    }
+}
+
+impl AdaptiveLod<'_> {
+    /// The sample height at `pos` (border repeated beyond the data), as drawn without
+    /// morphing.
+    pub(super) fn height_at(&self, pos: GridPos) -> f32 {
+        sample_height(self.field, pos)
+    }
+
+    /// Records a drawn height other than the sample's, for a vertex in the buffer.
+    fn push_morph(&mut self, pos: GridPos, height: f32) {
+        let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
+        if inside && height != self.height_at(pos) {
+            self.morphs.push(MorphedHeight {
+                vertex: self.vertices.index(pos),
+                height,
+            });
+        }
+    }
+
+    /// Box of the stored square across `side` of `(ix, iz)`, if any.
+    fn neighbour_box(&self, level: usize, ix: u32, iz: u32, side: usize) -> Option<Aabb> {
+        let (x, z) = match side {
+            EAST => (ix.checked_add(1)?, iz),
+            SOUTH => (ix, iz.checked_add(1)?),
+            NORTH => (ix, iz.checked_sub(1)?),
+            _ => (ix.checked_sub(1)?, iz),
+        };
+        self.tree.levels[level]
+            .present(x, z)
+            .then(|| self.tree.aabb(level, x, z))
+    }
+}

@@ -1,0 +1,140 @@
+//! Algorithm A's own guarantees, with the independent oracles: along random camera walks
+//! (state carried from frame to frame) every frame is watertight, within τ with the
+//! geomorphs applied, and identical (triangles and drawn heights) to what a fresh
+//! instance selects for the same view; the same without morphing and with the article's
+//! L∞ test. The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
+
+use proptest::prelude::*;
+use terralod_core::lod::{
+    AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions, MorphedHeight, Selection, View,
+};
+use terralod_core::{Camera, GridPos, Heightfield, Pyramid, WorldMapping};
+use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
+use terralod_testkit::{check_mesh, measure_error};
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
+/// World heights equal to the raw values, so drawn heights are exact up to the morphs.
+fn exact_heights(field: Heightfield) -> Heightfield {
+    let mapping = field.mapping();
+    field
+        .with_mapping(WorldMapping {
+            cell_size: mapping.cell_size,
+            height_scale: mapping.height_scale.signum(),
+            height_offset: 0.0,
+        })
+        .expect("a valid mapping stays valid")
+}
+
+/// A terrain, a walk of cameras over it (with and without culling), and a tolerance.
+fn arb_walk() -> impl Strategy<Value = (Heightfield, Vec<(Camera, bool)>, f32)> {
+    arb_heightfield(40)
+        .prop_map(exact_heights)
+        .prop_flat_map(|field| {
+            let walk = prop::collection::vec((arb_camera(&field), any::<bool>()), 2..10);
+            (Just(field), walk, arb_pixel_tolerance())
+        })
+}
+
+/// Triangles and drawn heights of one selection.
+type Frame = (Vec<[GridPos; 3]>, Vec<MorphedHeight>);
+
+fn frame(selection: &Selection<'_>) -> Frame {
+    let mut triangles = Vec::new();
+    selection.for_each_triangle(|t| triangles.push(t));
+    let morphs = match selection {
+        Selection::Triangles { morphs, .. } => morphs.to_vec(),
+        Selection::Patches { .. } => Vec::new(),
+    };
+    (triangles, morphs)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn walks_stay_watertight_within_tolerance_and_equal_fresh_selections(
+        (field, walk, tolerance) in arb_walk(),
+    ) {
+        let pyramid = Pyramid::build(&field);
+        for options in [
+            AdaptiveOptions::default(),
+            AdaptiveOptions::default().with_morph(false),
+            AdaptiveOptions::default().with_linf_test(true),
+        ] {
+            let mut walker =
+                AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+            for (camera, cull) in &walk {
+                let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
+                let selection = walker.select(&view);
+                let carried = frame(&selection);
+                let mesh = selection.to_mesh(&field);
+                let mut fresh =
+                    AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+                prop_assert!(carried == frame(&fresh.select(&view)), "{:?}: differs from a fresh selection", options);
+                let report = check_mesh(&mesh, None);
+                prop_assert!(report.is_watertight(), "{:?}: {}", options, report);
+                let errors = measure_error(&field, &mesh, Some(camera)).expect("valid camera");
+                let projected = errors.projected.expect("camera given");
+                prop_assert_eq!(projected.clipped, 0);
+                prop_assert!(
+                    projected.max <= f64::from(tolerance) * (1.0 + 1e-4),
+                    "{:?}: projected error {} > τ {}: {}", options, projected.max, tolerance, errors
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn morphing_keeps_the_world_error_bound(
+        field in arb_heightfield(40).prop_map(exact_heights),
+        fraction in 0.01f32..0.5,
+    ) {
+        let pyramid = Pyramid::build(&field);
+        let (lo, hi) = field.world_range();
+        let max_error = ((hi - lo) * fraction).max(1e-3);
+        let view = View::world_error(max_error).expect("valid");
+        let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+        let mesh = lod.select(&view).to_mesh(&field);
+        let errors = measure_error(&field, &mesh, None).expect("no camera");
+        prop_assert_eq!(errors.uncovered, 0);
+        prop_assert!(errors.world.max <= f64::from(max_error) * (1.0 + 1e-6), "{}", errors);
+    }
+}
+
+/// Morphing moves vertices: somewhere along a descent over rough terrain a drawn height
+/// differs from its sample, and it never differs by more than the vertex's distance to
+/// the coarse surface allows (checked above through the error bound).
+#[test]
+fn a_descent_morphs_vertices() {
+    let field = terralod_testkit::fixtures::smooth_random(65, 65, 5, 300.0).expect("valid");
+    let pyramid = Pyramid::build(&field);
+    let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let mut morphed = 0;
+    for step in 0..20 {
+        let eye = glam::Vec3::new(10.0, 2000.0 - 95.0 * step as f32, 10.0);
+        let camera = Camera::new(
+            eye,
+            glam::Vec3::new(40.0, 0.0, 40.0),
+            1.0,
+            (800, 600),
+            0.5,
+            1e5,
+        )
+        .expect("valid camera");
+        let view = View::screen(camera, 1.0).expect("valid view");
+        if let Selection::Triangles { morphs, .. } = lod.select(&view) {
+            morphed += morphs.len();
+        }
+    }
+    assert!(morphed > 0, "no vertex was ever morphed");
+}

@@ -4,9 +4,9 @@
 //! covered exactly.
 
 use proptest::prelude::*;
-use terralod_core::GridPos;
 use terralod_core::lod::stitched_patch::{SeamNeighbour, Side, StitchedPatch};
 use terralod_core::lod::{GridVertices, PatchInstance, Selection};
+use terralod_core::{Containment, GridPos};
 use terralod_testkit::fixtures;
 use terralod_testkit::mesh_check::{GridRect, check_mesh};
 
@@ -51,6 +51,7 @@ fn instances(patch: &StitchedPatch, levels: &[u32], blocks: usize) -> Vec<PatchI
                 origin,
                 step: 1,
                 index_buffer,
+                frustum: Containment::Inside,
             };
             out.push(instance(patch.interior(level)));
             for side in Side::ALL {

@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
-use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
+use terralod_core::lod::{self, AlgorithmEntry, LodOptions, PatchOptions, View};
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
@@ -23,6 +23,47 @@ pub struct LodArgs {
     /// Use the view-angle-aware screen error (article 000), still a true bound.
     #[arg(long)]
     pub view_angle_aware: bool,
+    /// Algorithm P (patches): pool slots allocated at start.
+    #[arg(long, value_name = "N", default_value_t = lod::patches::DEFAULT_POOL_CAPACITY,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pool_capacity: u32,
+    /// Algorithm P: cells per patch side (a power of two, 2 to 4096).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_patch_size)]
+    pub patch_size: u32,
+    /// Algorithm P: split when the eye is closer than F patch sizes (the article: 2).
+    #[arg(long, value_name = "F", default_value_t = 2.0, value_parser = parse_positive)]
+    pub split_factor: f32,
+    /// Algorithm P: world distance added to the split distance per world unit of a
+    /// patch's error bound (0: distance only).
+    #[arg(long, value_name = "W", default_value_t = 0.0, value_parser = parse_non_negative)]
+    pub roughness: f32,
+}
+
+fn parse_patch_size(text: &str) -> Result<u32, String> {
+    let n: u32 = text.parse().map_err(|e| format!("{e}"))?;
+    if n.is_power_of_two() && (2..=4096).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is not a power of two from 2 to 4096"))
+    }
+}
+
+fn parse_positive(text: &str) -> Result<f32, String> {
+    let v: f32 = text.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be finite and greater than 0"))
+    }
+}
+
+fn parse_non_negative(text: &str) -> Result<f32, String> {
+    let v: f32 = text.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be finite and at least 0"))
+    }
 }
 
 impl LodArgs {
@@ -38,7 +79,15 @@ impl LodArgs {
     }
 
     pub fn options(&self) -> LodOptions {
-        LodOptions::default().with_view_angle_aware(self.view_angle_aware)
+        LodOptions::default()
+            .with_view_angle_aware(self.view_angle_aware)
+            .with_patches(
+                PatchOptions::default()
+                    .with_pool_capacity(self.pool_capacity)
+                    .with_patch_size(self.patch_size)
+                    .with_split_factor(self.split_factor)
+                    .with_roughness(self.roughness),
+            )
     }
 
     /// The view the algorithm selects for. `camera` is called only for a view-dependent

@@ -24,11 +24,12 @@
 //! - View-independent ([`View::world_error`]): every sample within a vertical distance of
 //!   the mesh, full coverage, no culling (what martini and delatin produce).
 
+pub mod patches;
 pub mod presets;
 pub mod quadtree;
 pub mod stitched_patch;
 
-use crate::camera::{Aabb, Camera, CameraError, ErrorProjector, Frustum};
+use crate::camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 use crate::heightfield::{GridPos, Heightfield};
 use crate::mesh::GridMesh;
 use crate::pyramid::Pyramid;
@@ -36,6 +37,7 @@ use glam::Vec3;
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub use patches::{PatchOptions, PatchStats, PatchesLod};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 
@@ -230,9 +232,16 @@ pub struct LodOptions {
     /// Use the view-angle-aware screen error (article 000: the error vector projected on
     /// the camera's up axis, done as a true bound). Default off: the article's plain error.
     pub view_angle_aware: bool,
+    /// Algorithm P's pool, patch size, split factor and roughness weight.
+    pub patches: PatchOptions,
 }
 
 impl LodOptions {
+    pub fn with_patches(mut self, patches: PatchOptions) -> Self {
+        self.patches = patches;
+        self
+    }
+
     pub fn with_view_angle_aware(mut self, on: bool) -> Self {
         self.view_angle_aware = on;
         self
@@ -251,6 +260,9 @@ pub struct SelectionStats {
     /// Wall time of selection plus index generation.
     #[serde(serialize_with = "serialize_ms")]
     pub select_time: Duration,
+    /// Algorithm P's pool and tree statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patches: Option<PatchStats>,
 }
 
 fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -300,6 +312,9 @@ pub struct PatchInstance {
     pub origin: GridPos,
     pub step: u32,
     pub index_buffer: u32,
+    /// Where the patch lies relative to the view frustum (P6's debug shading;
+    /// [`Containment::Inside`] when there is no frustum).
+    pub frustum: Containment,
 }
 
 /// What an algorithm selected for one frame, borrowing the algorithm's own buffers.
@@ -476,14 +491,25 @@ impl std::fmt::Debug for AlgorithmEntry {
 
 /// Every algorithm, in the order the CLI lists them. Adding an algorithm is one module and
 /// one line here; the property tests and benches pick it up.
-pub static REGISTRY: &[AlgorithmEntry] = &[AlgorithmEntry {
-    name: "quadtree",
-    summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
+pub static REGISTRY: &[AlgorithmEntry] = &[
+    AlgorithmEntry {
+        name: "quadtree",
+        summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
               frustum culled, one index buffer per frame",
-    crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
+        crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
-    build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
-}];
+        build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+    },
+    AlgorithmEntry {
+        name: "patches",
+        summary: "Land-o-Rama's patch pool (article 003): equal-size patches from a pool \
+              allocated at start, split and merged by distance only, frustum tested \
+              only when drawing",
+        crack_handling: "balanced quadtree (neighbours within one level), seams of the shared \
+                     stitched patch, the coarse variant against a coarser neighbour",
+        build: |field, pyramid, options| Box::new(PatchesLod::new(field, pyramid, options.patches)),
+    },
+];
 
 /// The registered algorithm called `name`.
 pub fn find(name: &str) -> Option<&'static AlgorithmEntry> {
@@ -519,11 +545,13 @@ mod tests {
                 origin: GridPos::new(0, 0),
                 step: 1,
                 index_buffer: 0,
+                frustum: Containment::Inside,
             },
             PatchInstance {
                 origin: GridPos::new(2, 0),
                 step: 2,
                 index_buffer: 0,
+                frustum: Containment::Inside,
             },
         ];
         let selection = Selection::Patches {

@@ -79,6 +79,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let mut settings = FrameSettings::new(camera);
     settings.wireframe = args.look.wireframe;
     settings.color_by_lod = args.look.lod_colours();
+    settings.color_by_frustum = args.look.frustum_shades();
     if args.look.no_fog {
         settings.fog_density = Some(0.0);
     }

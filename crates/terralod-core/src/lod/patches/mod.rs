@@ -82,9 +82,10 @@ use glam::Vec3;
 use std::time::{Duration, Instant};
 use tree::{NodeState, Tree, children};
 
-/// Default pool capacity: the bench flight over the 4097 × 2049 Grand Canyon set peaks at
-/// about a third of it at the default factor (docs/BENCHMARKS.md); 1024 slots of 32 × 32
-/// cells are 22 MB of CPU data.
+/// Default pool capacity: the default `bench` flight over the 4097 × 2049 Grand Canyon set
+/// (60 m cells) peaks at 293 patches of 32 cells at the default factor (docs/BENCHMARKS.md),
+/// so 1024 leaves 3.5 × headroom for lower flights and rougher or larger terrains; its
+/// slots are 22 MB of CPU data (20 bytes per vertex, 1089 vertices per slot).
 pub const DEFAULT_POOL_CAPACITY: u32 = 1024;
 
 /// Options of algorithm P, with the article's defaults.

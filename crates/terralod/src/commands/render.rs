@@ -88,6 +88,12 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let image = render_to_image(&ctx, &mut renderer, &target, &selection, &settings, &lines)?;
     let render_ms = start.elapsed().as_secs_f64() * 1e3;
     let stats = *algorithm.stats();
+    if let Some(pool) = stats.patches.filter(|p| p.exhausted) {
+        eprintln!(
+            "{}: pool of {} patches exhausted: coarser patches kept (raise --pool-capacity)",
+            args.lod.algo, pool.capacity
+        );
+    }
     let timings = time_frames(
         &ctx,
         &mut renderer,

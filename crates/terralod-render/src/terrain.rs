@@ -8,9 +8,9 @@ use crate::{RenderError, normals};
 use bytemuck::Zeroable as _;
 use glam::{Mat4, Vec3};
 use std::ops::Range;
-use terralod_core::Camera;
 use terralod_core::heightfield::Heightfield;
 use terralod_core::lod::{MorphedHeight, PatchInstance, Selection};
+use terralod_core::{Camera, Containment};
 use wgpu::util::DeviceExt;
 
 /// Depth buffer format: 32-bit float, used reversed (1 at the near plane, 0 infinitely far)
@@ -26,6 +26,10 @@ pub struct FrameSettings {
     pub wireframe: bool,
     /// Tint triangles by their size in cells (log2): the LOD level.
     pub color_by_lod: bool,
+    /// Shade patches by where they lie relative to the LOD's frustum (P6, article 003):
+    /// light grey inside, orange across its boundary, dark grey outside (drawn only when
+    /// not culled).
+    pub color_by_frustum: bool,
     /// Fog density per world unit; `None` for the terrain's default, `Some(0.0)` for none.
     pub fog_density: Option<f32>,
     /// Unit direction towards the sun.
@@ -41,6 +45,7 @@ impl FrameSettings {
             camera,
             wireframe: false,
             color_by_lod: false,
+            color_by_frustum: false,
             fog_density: None,
             sun_direction: horizontal + Vec3::Y * elevation.sin(),
         }
@@ -65,6 +70,7 @@ struct FrameUniforms {
 const WIREFRAME: u32 = 1;
 const LOD_COLOURS: u32 = 2;
 const COLOUR_TEXTURE: u32 = 4;
+const FRUSTUM_SHADES: u32 = 8;
 
 /// A patch instance as the shader reads it.
 #[repr(C)]
@@ -73,7 +79,8 @@ struct GpuPatch {
     origin_col: u32,
     origin_row: u32,
     step: u32,
-    pad: u32,
+    /// Where the patch lies relative to the LOD's frustum: 0 inside, 1 crossing, 2 outside.
+    frustum: u32,
 }
 
 /// What the last [`TerrainRenderer::prepare`] set up to draw.
@@ -461,7 +468,11 @@ impl TerrainRenderer {
                     origin_col: p.origin.col,
                     origin_row: p.origin.row,
                     step: p.step.max(1),
-                    pad: 0,
+                    frustum: match p.frustum {
+                        Containment::Inside => 0,
+                        Containment::Intersecting => 1,
+                        Containment::Outside => 2,
+                    },
                 };
                 counts[b] += 1;
             }
@@ -487,6 +498,9 @@ impl TerrainRenderer {
         }
         if settings.color_by_lod {
             flags |= LOD_COLOURS;
+        }
+        if settings.color_by_frustum {
+            flags |= FRUSTUM_SHADES;
         }
         if self.has_colour_texture {
             flags |= COLOUR_TEXTURE;

@@ -6,7 +6,7 @@ mod common;
 
 use common::{SIZE, diff, gpu_or_skip, overview_camera, terrain};
 use terralod_core::lod::{GridVertices, MorphedHeight, PatchInstance, Selection};
-use terralod_core::{GridPos, Heightfield};
+use terralod_core::{Containment, GridPos, Heightfield};
 use terralod_render::{
     COLOUR_FORMAT, DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer,
     render_to_image,
@@ -77,6 +77,7 @@ fn grids(field: &Heightfield) -> Grids {
                 origin: GridPos::new(px * PATCH_SIDE, pz * PATCH_SIDE),
                 step: 1,
                 index_buffer: u32::from(!slash(px, pz)),
+                frustum: Containment::Inside,
             });
         }
     }

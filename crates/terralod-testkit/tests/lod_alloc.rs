@@ -107,3 +107,57 @@ fn a_warmed_up_frame_allocates_nothing() {
     });
     assert!(fresh > 0);
 }
+
+/// Algorithm P allocates its pool, tree and buffers once, in `new`: not one allocation
+/// afterwards, from the first frame on, along a long random walk (low and high, inside the
+/// terrain, far away, turning) with the default pool and with one so small it runs out.
+#[test]
+fn the_patch_pool_never_allocates_after_start_up() {
+    use terralod_core::lod::{LodAlgorithm, PatchOptions, PatchesLod};
+    let field = smooth_random(129, 97, 5, 20.0).expect("valid field");
+    let pyramid = Pyramid::build(&field);
+    let (w, d) = field.world_size();
+    // xorshift: deterministic, and free of allocation itself.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut views = Vec::new();
+    let mut eye = glam::Vec3::new(0.5 * w, 80.0, 0.5 * d);
+    for _ in 0..400 {
+        let step = glam::Vec3::new(random() - 0.5, random() - 0.5, random() - 0.5) * 30.0;
+        eye = (eye + step).clamp(
+            glam::Vec3::new(-0.2 * w, -10.0, -0.2 * d),
+            glam::Vec3::new(1.2 * w, 120.0, 1.2 * d),
+        );
+        let angle = random() * std::f32::consts::TAU;
+        let target = eye + glam::Vec3::new(angle.cos(), random() - 0.7, angle.sin());
+        let camera = Camera::new(eye, target, 1.0, (1280, 720), 0.3, 1e5).expect("valid");
+        views.push(
+            View::screen(camera, 1.0)
+                .expect("valid")
+                .with_cull(random() < 0.8),
+        );
+    }
+    views.push(View::world_error(0.5).expect("valid"));
+    for capacity in [PatchOptions::default().pool_capacity, 12] {
+        let options = PatchOptions::default()
+            .with_patch_size(8)
+            .with_pool_capacity(capacity);
+        let mut lod = PatchesLod::new(&field, &pyramid, options);
+        let mut splits = 0;
+        let count = allocations(|| {
+            for view in &views {
+                std::hint::black_box(lod.select(view).triangle_count());
+                splits += lod.patch_stats().splits;
+            }
+        });
+        let least = if capacity == 12 { 1 } else { 100 };
+        assert!(splits >= least, "capacity {capacity}: {splits} splits");
+        assert_eq!(count, 0, "capacity {capacity}: {count} allocations");
+        assert_eq!(lod.patch_stats().exhausted, capacity == 12);
+    }
+}

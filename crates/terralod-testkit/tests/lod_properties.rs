@@ -4,7 +4,7 @@
 //! The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
 
 use proptest::prelude::*;
-use terralod_core::lod::{AdaptiveOptions, AlgorithmEntry, LodOptions, REGISTRY, Selection, View};
+use terralod_core::lod::{AlgorithmEntry, LodOptions, REGISTRY, Selection, View};
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, Pyramid, Samples, WorldMapping};
 use terralod_testkit::fixtures::{spike, tilted_plane};
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
@@ -22,16 +22,12 @@ fn config() -> ProptestConfig {
 }
 
 /// Both option sets every algorithm must keep its bounds under.
-const OPTIONS: [LodOptions; 2] = [
-    LodOptions {
-        view_angle_aware: false,
-        adaptive: AdaptiveOptions::DEFAULT,
-    },
-    LodOptions {
-        view_angle_aware: true,
-        adaptive: AdaptiveOptions::DEFAULT,
-    },
-];
+fn option_sets() -> [LodOptions; 2] {
+    [
+        LodOptions::default(),
+        LodOptions::default().with_view_angle_aware(true),
+    ]
+}
 
 /// The same samples with world heights equal to the raw values (sign kept), so f32 mesh
 /// heights are exact and any error the oracle finds is the algorithm's.
@@ -130,7 +126,7 @@ fn check_screen(field: &Heightfield, camera: &Camera, tolerance: f32) -> Result<
     let pyramid = Pyramid::build(field);
     let view = View::screen(*camera, tolerance).expect("valid camera and tolerance");
     for entry in REGISTRY {
-        for options in &OPTIONS {
+        for options in &option_sets() {
             let (mesh, bounded) = select_mesh(entry, field, &pyramid, options, &view);
             let report = check_mesh(&mesh, None);
             prop_assert!(

@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
-use terralod_core::lod::{self, AdaptiveOptions, AlgorithmEntry, LodOptions, View};
+use terralod_core::lod::{self, AdaptiveOptions, AlgorithmEntry, LodOptions, PatchOptions, View};
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
@@ -29,6 +29,47 @@ pub struct LodArgs {
     /// Algorithm adaptive: also apply article 002's L∞ distance test (more triangles).
     #[arg(long)]
     pub adaptive_linf: bool,
+    /// Algorithm P (patches): pool slots allocated at start.
+    #[arg(long, value_name = "N", default_value_t = lod::patches::DEFAULT_POOL_CAPACITY,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pool_capacity: u32,
+    /// Algorithm P: cells per patch side (a power of two, 2 to 4096).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_patch_size)]
+    pub patch_size: u32,
+    /// Algorithm P: split when the eye is closer than F patch sizes (the article: 2).
+    #[arg(long, value_name = "F", default_value_t = 2.0, value_parser = parse_positive)]
+    pub split_factor: f32,
+    /// Algorithm P: world distance added to the split distance per world unit of a
+    /// patch's error bound (0: distance only).
+    #[arg(long, value_name = "W", default_value_t = 0.0, value_parser = parse_non_negative)]
+    pub roughness: f32,
+}
+
+fn parse_patch_size(text: &str) -> Result<u32, String> {
+    let n: u32 = text.parse().map_err(|e| format!("{e}"))?;
+    if n.is_power_of_two() && (2..=4096).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is not a power of two from 2 to 4096"))
+    }
+}
+
+fn parse_positive(text: &str) -> Result<f32, String> {
+    let v: f32 = text.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be finite and greater than 0"))
+    }
+}
+
+fn parse_non_negative(text: &str) -> Result<f32, String> {
+    let v: f32 = text.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be finite and at least 0"))
+    }
 }
 
 impl LodArgs {
@@ -50,6 +91,13 @@ impl LodArgs {
                 AdaptiveOptions::default()
                     .with_morph(!self.adaptive_no_morph)
                     .with_linf_test(self.adaptive_linf),
+            )
+            .with_patches(
+                PatchOptions::default()
+                    .with_pool_capacity(self.pool_capacity)
+                    .with_patch_size(self.patch_size)
+                    .with_split_factor(self.split_factor)
+                    .with_roughness(self.roughness),
             )
     }
 

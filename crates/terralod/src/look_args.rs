@@ -30,10 +30,17 @@ pub struct LookArgs {
 pub enum ColorBy {
     /// log2 of each triangle's size in cells.
     Lod,
+    /// Patches by the LOD frustum: inside, crossing its boundary, outside (patch
+    /// algorithms; article 003's debug view).
+    Frustum,
 }
 
 impl LookArgs {
     pub fn lod_colours(&self) -> bool {
         self.color_by == Some(ColorBy::Lod)
+    }
+
+    pub fn frustum_shades(&self) -> bool {
+        self.color_by == Some(ColorBy::Frustum)
     }
 }

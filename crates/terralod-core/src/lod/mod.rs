@@ -26,10 +26,12 @@
 
 pub mod adaptive;
 pub mod bintree;
+pub mod patches;
 pub mod presets;
 pub mod quadtree;
+pub mod stitched_patch;
 
-use crate::camera::{Aabb, Camera, CameraError, ErrorProjector, Frustum};
+use crate::camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 use crate::heightfield::{GridPos, Heightfield};
 use crate::mesh::GridMesh;
 use crate::pyramid::Pyramid;
@@ -39,6 +41,7 @@ use std::time::Duration;
 
 pub use adaptive::{AdaptiveLod, AdaptiveOptions};
 pub use bintree::BintreeLod;
+pub use patches::{PatchOptions, PatchStats, PatchesLod};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 
@@ -235,9 +238,16 @@ pub struct LodOptions {
     pub view_angle_aware: bool,
     /// Algorithm A's options (geomorphing, the article's L∞ test).
     pub adaptive: AdaptiveOptions,
+    /// Algorithm P's pool, patch size, split factor and roughness weight.
+    pub patches: PatchOptions,
 }
 
 impl LodOptions {
+    pub fn with_patches(mut self, patches: PatchOptions) -> Self {
+        self.patches = patches;
+        self
+    }
+
     pub fn with_view_angle_aware(mut self, on: bool) -> Self {
         self.view_angle_aware = on;
         self
@@ -261,6 +271,9 @@ pub struct SelectionStats {
     /// Wall time of selection plus index generation.
     #[serde(serialize_with = "serialize_ms")]
     pub select_time: Duration,
+    /// Algorithm P's pool and tree statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patches: Option<PatchStats>,
 }
 
 fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -310,6 +323,9 @@ pub struct PatchInstance {
     pub origin: GridPos,
     pub step: u32,
     pub index_buffer: u32,
+    /// Where the patch lies relative to the view frustum (P6's debug shading;
+    /// [`Containment::Inside`] when there is no frustum).
+    pub frustum: Containment,
 }
 
 /// What an algorithm selected for one frame, borrowing the algorithm's own buffers.
@@ -514,6 +530,15 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         build: |field, pyramid, options| Box::new(AdaptiveLod::new(field, pyramid, *options)),
     },
     AlgorithmEntry {
+        name: "patches",
+        summary: "Land-o-Rama's patch pool (article 003): equal-size patches from a pool \
+              allocated at start, split and merged by distance only, frustum tested \
+              only when drawing",
+        crack_handling: "balanced quadtree (neighbours within one level), seams of the shared \
+                     stitched patch, the coarse variant against a coarser neighbour",
+        build: |field, pyramid, options| Box::new(PatchesLod::new(field, pyramid, options.patches)),
+    },
+    AlgorithmEntry {
         name: "bintree",
         summary: "right-triangle bintree (RTIN, as martini) with exact per-diamond errors: \
               the finest-grained error-driven mesh, view-dependent or not",
@@ -557,11 +582,13 @@ mod tests {
                 origin: GridPos::new(0, 0),
                 step: 1,
                 index_buffer: 0,
+                frustum: Containment::Inside,
             },
             PatchInstance {
                 origin: GridPos::new(2, 0),
                 step: 2,
                 index_buffer: 0,
+                frustum: Containment::Inside,
             },
         ];
         let selection = Selection::Patches {

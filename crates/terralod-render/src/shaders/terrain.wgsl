@@ -25,7 +25,8 @@ struct Frame {
     height_range: vec4<f32>,
     // stride and rows of the grid vertex buffer, width and height of the data.
     grid: vec4<u32>,
-    // x: flags (1 wireframe, 2 LOD colours, 4 colour texture); y: cells per patch side;
+    // x: flags (1 wireframe, 2 LOD colours, 4 colour texture, 8 frustum shades); y: cells
+    // per patch side;
     // z: number of morphed vertices.
     mode: vec4<u32>,
 }
@@ -34,12 +35,14 @@ struct PatchInstance {
     origin_col: u32,
     origin_row: u32,
     step: u32,
-    pad: u32,
+    // Relative to the LOD's frustum: 0 inside, 1 crossing its boundary, 2 outside.
+    frustum: u32,
 }
 
 const WIREFRAME: u32 = 1u;
 const LOD_COLOURS: u32 = 2u;
 const COLOUR_TEXTURE: u32 = 4u;
+const FRUSTUM_SHADES: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var heights: texture_2d<f32>;
@@ -58,6 +61,8 @@ struct TerrainOut {
     @location(1) barycentric: vec3<f32>,
     // log2 of the cells a triangle (or patch cell) spans: 0 at full resolution.
     @location(2) @interpolate(flat) level: f32,
+    // A patch's place relative to the LOD's frustum (0 inside, 1 crossing, 2 outside).
+    @location(3) @interpolate(flat) frustum: u32,
 }
 
 fn sample_height(col: u32, row: u32) -> f32 {
@@ -95,6 +100,7 @@ fn terrain_vertex(col: u32, row: u32, height: f32, barycentric: vec3<f32>, level
     out.local = local;
     out.barycentric = barycentric;
     out.level = level;
+    out.frustum = 0u;
     return out;
 }
 
@@ -140,7 +146,9 @@ fn patch_vertex(local_index: u32, instance: u32, barycentric: vec3<f32>) -> Terr
     let col = tile.origin_col + tile.step * (local_index % side);
     let row = tile.origin_row + tile.step * (local_index / side);
     let level = log2(f32(max(tile.step, 1u)));
-    return terrain_vertex(col, row, sample_height(col, row), barycentric, level);
+    var out = terrain_vertex(col, row, sample_height(col, row), barycentric, level);
+    out.frustum = tile.frustum;
+    return out;
 }
 
 @vertex
@@ -215,6 +223,16 @@ fn fs_terrain(in: TerrainOut) -> @location(0) vec4<f32> {
     }
     if (frame.mode.x & LOD_COLOURS) != 0u {
         albedo = mix(albedo, lod_colour(in.level), 0.75);
+    }
+    if (frame.mode.x & FRUSTUM_SHADES) != 0u {
+        // Article 003's debug view: light grey patches in the frustum, dark grey outside;
+        // here those crossing its boundary are orange.
+        let shades = array<vec3<f32>, 3>(
+            vec3<f32>(0.80, 0.80, 0.80),
+            vec3<f32>(0.90, 0.55, 0.20),
+            vec3<f32>(0.30, 0.30, 0.30),
+        );
+        albedo = shades[min(in.frustum, 2u)];
     }
     let sun = frame.sun.xyz;
     let diffuse = max(dot(normal, sun), 0.0);

@@ -79,6 +79,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let mut settings = FrameSettings::new(camera);
     settings.wireframe = args.look.wireframe;
     settings.color_by_lod = args.look.lod_colours();
+    settings.color_by_frustum = args.look.frustum_shades();
     if args.look.no_fog {
         settings.fog_density = Some(0.0);
     }
@@ -87,6 +88,12 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let image = render_to_image(&ctx, &mut renderer, &target, &selection, &settings, &lines)?;
     let render_ms = start.elapsed().as_secs_f64() * 1e3;
     let stats = *algorithm.stats();
+    if let Some(pool) = stats.patches.filter(|p| p.exhausted) {
+        eprintln!(
+            "{}: pool of {} patches exhausted: coarser patches kept (raise --pool-capacity)",
+            args.lod.algo, pool.capacity
+        );
+    }
     let timings = time_frames(
         &ctx,
         &mut renderer,

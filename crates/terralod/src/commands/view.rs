@@ -89,6 +89,7 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         views: DebugViews {
             wireframe: args.look.wireframe,
             lod_colours: args.look.lod_colours(),
+            frustum_shades: args.look.frustum_shades(),
             boxes: args.look.boxes,
             fog: !args.look.no_fog,
             hud: !args.no_hud,

@@ -375,6 +375,7 @@ impl<'a> App<'a> {
         let settings = FrameSettings {
             wireframe: self.views.wireframe,
             color_by_lod: self.views.lod_colours,
+            color_by_frustum: self.views.frustum_shades,
             fog_density: if self.views.fog { None } else { Some(0.0) },
             ..FrameSettings::new(camera)
         };

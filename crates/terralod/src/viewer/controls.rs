@@ -225,6 +225,8 @@ fn preset_holding(pixels: f32) -> Quality {
 pub struct DebugViews {
     pub wireframe: bool,
     pub lod_colours: bool,
+    /// Patches shaded by the LOD frustum (`--color-by frustum`; no key).
+    pub frustum_shades: bool,
     pub boxes: bool,
     pub fog: bool,
     pub hud: bool,
@@ -334,6 +336,7 @@ mod tests {
         let mut views = DebugViews {
             wireframe: false,
             lod_colours: false,
+            frustum_shades: false,
             boxes: false,
             fog: true,
             hud: true,
@@ -346,6 +349,7 @@ mod tests {
             DebugViews {
                 wireframe: true,
                 lod_colours: false,
+                frustum_shades: false,
                 boxes: false,
                 fog: false,
                 hud: true,

@@ -237,6 +237,7 @@ mod tests {
         let mut views = DebugViews {
             wireframe: false,
             lod_colours: false,
+            frustum_shades: false,
             boxes: false,
             fog: true,
             hud: true,

@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 use terralod_core::generate::{GenerateOptions, generate};
-use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
+use terralod_core::lod::{self, AlgorithmEntry, LodOptions, PatchStats, View};
 use terralod_core::{Camera, Heightfield, Pyramid};
 use terralod_testkit::{check_mesh, measure_error, measure_popping};
 
@@ -107,6 +107,24 @@ pub struct FrameRecord {
     /// Largest jump of the drawn surface since the previous frame, in pixels (oracle), on
     /// measured frames after the first.
     pub popping_px: Option<f64>,
+    /// Algorithm P's pool and tree figures of the frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patches: Option<PatchStats>,
+}
+
+/// Algorithm P's pool over the whole path.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct PatchPoolRun {
+    pub capacity: u32,
+    pub peak_in_use: u32,
+    pub in_use: Spread,
+    pub splits_per_frame: Spread,
+    pub merges_per_frame: Spread,
+    /// Mean fill time per patch over every fill of the path, in microseconds.
+    pub fill_us_per_patch: f64,
+    pub fills: u64,
+    /// Frames in which a wanted split was refused (pool exhausted).
+    pub exhausted_frames: usize,
 }
 
 /// One algorithm's run over the path.
@@ -132,6 +150,9 @@ pub struct AlgorithmRun {
     /// does not count; a geomorphing algorithm spreads its jumps over frames.
     pub popping_px: Option<f64>,
     pub popping_p99_px: Option<f64>,
+    /// Algorithm P's pool figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch_pool: Option<PatchPoolRun>,
     pub frames: Vec<FrameRecord>,
 }
 
@@ -275,6 +296,7 @@ fn fly(
         |i: usize| args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
     // The mesh of the frame before a measured one, for the popping measurement.
     let mut previous_mesh = None;
+    let mut warned_exhausted = false;
     for (i, pose) in poses.iter().enumerate() {
         let camera = camera(args, field, pose)?;
         let view = View::screen(camera, args.pixel_error)?;
@@ -320,6 +342,18 @@ fn fly(
             }
         }
         let stats = algorithm.stats();
+        if let Some(p) = &stats.patches
+            && p.refused_splits > 0
+            && !warned_exhausted
+        {
+            warned_exhausted = true;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}: pool of {} patches exhausted at frame {i}: coarser patches kept",
+                entry.name,
+                p.capacity
+            );
+        }
         frames.push(FrameRecord {
             phase: path::phase(i, poses.len()),
             select_ms: stats.select_time.as_secs_f64() * 1e3,
@@ -328,6 +362,7 @@ fn fly(
             nodes_visited: stats.nodes_visited,
             measured_px,
             popping_px,
+            patches: stats.patches,
         });
         bar.inc(1);
     }
@@ -349,7 +384,36 @@ fn fly(
         defective_frames: defective,
         popping_px: popping_max,
         popping_p99_px: popping_p99,
+        patch_pool: patch_pool_run(&frames),
         frames,
+    })
+}
+
+/// Algorithm P's pool figures over the path, if the frames have them.
+fn patch_pool_run(frames: &[FrameRecord]) -> Option<PatchPoolRun> {
+    let stats: Vec<PatchStats> = frames.iter().filter_map(|f| f.patches).collect();
+    let last = stats.last()?;
+    let spread = |f: fn(&PatchStats) -> u32| {
+        Spread::of(&stats.iter().map(|s| f64::from(f(s))).collect::<Vec<_>>())
+    };
+    let fills: u64 = stats.iter().map(|s| u64::from(s.fills)).sum();
+    let fill_seconds: f64 = stats
+        .iter()
+        .map(|s| s.fill_time_per_patch.as_secs_f64() * f64::from(s.fills))
+        .sum();
+    Some(PatchPoolRun {
+        capacity: last.capacity,
+        peak_in_use: last.peak_in_use,
+        in_use: spread(|s| s.in_use),
+        splits_per_frame: spread(|s| s.splits),
+        merges_per_frame: spread(|s| s.merges),
+        fill_us_per_patch: if fills > 0 {
+            fill_seconds * 1e6 / fills as f64
+        } else {
+            0.0
+        },
+        fills,
+        exhausted_frames: stats.iter().filter(|s| s.refused_splits > 0).count(),
     })
 }
 
@@ -385,6 +449,27 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
             opt(r.popping_px),
             opt(r.popping_p99_px),
         )?;
+    }
+    for r in runs {
+        if let Some(p) = &r.patch_pool {
+            writeln!(
+                out,
+                "{}: pool {} slots, in use median {:.0} / peak {}; splits per frame median {:.0} \
+                 / max {:.0}, merges median {:.0} / max {:.0}; {} fills, {:.1} us per patch; \
+                 {} frames exhausted",
+                r.algorithm,
+                p.capacity,
+                p.in_use.median,
+                p.peak_in_use,
+                p.splits_per_frame.median,
+                p.splits_per_frame.max,
+                p.merges_per_frame.median,
+                p.merges_per_frame.max,
+                p.fills,
+                p.fill_us_per_patch,
+                p.exhausted_frames
+            )?;
+        }
     }
     Ok(())
 }

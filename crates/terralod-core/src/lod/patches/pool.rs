@@ -1,0 +1,215 @@
+//! The preallocated patch pool of algorithm P (P1): equal-size slots of vertex, normal and
+//! colour data, allocated once, filled when a patch is assigned, reused through a free list.
+
+use crate::heightfield::{GridPos, Heightfield};
+use crate::lod::sample_height;
+use glam::Vec3;
+use std::time::{Duration, Instant};
+
+/// One slot's contents as laid out in the pool: per vertex `(i, j)` of the patch (index
+/// `j * (side + 1) + i`) a world position, a normal packed as four signed bytes (x, y, z, 0)
+/// and an RGBA8 colour, as the article's per-patch vertex, normal and colour buffers.
+#[derive(Debug)]
+pub struct PatchPool {
+    /// Cells a patch side.
+    side: u32,
+    capacity: u32,
+    positions: Vec<[f32; 3]>,
+    normals: Vec<u32>,
+    colours: Vec<u32>,
+    /// Free slots, used as a stack (the most recently freed slot is reused first).
+    free: Vec<u32>,
+    /// World height range of the terrain, for the colour ramp.
+    height_range: (f32, f32),
+    /// Fills and their total time since the counters were last taken.
+    fills: u64,
+    fill_time: Duration,
+}
+
+impl PatchPool {
+    /// Allocates `capacity` slots of patches of `side` cells a side (all free).
+    pub fn new(side: u32, capacity: u32, field: &Heightfield) -> PatchPool {
+        let per_slot = ((side + 1) * (side + 1)) as usize;
+        let total = per_slot * capacity as usize;
+        PatchPool {
+            side,
+            capacity,
+            positions: vec![[0.0; 3]; total],
+            normals: vec![0; total],
+            colours: vec![0; total],
+            free: (0..capacity).rev().collect(),
+            height_range: field.world_range(),
+            fills: 0,
+            fill_time: Duration::ZERO,
+        }
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Slots in use.
+    pub fn in_use(&self) -> u32 {
+        self.capacity - self.free.len() as u32
+    }
+
+    pub fn free_slots(&self) -> u32 {
+        self.free.len() as u32
+    }
+
+    /// Takes a free slot (`None` when the pool is exhausted).
+    pub fn take(&mut self) -> Option<u32> {
+        self.free.pop()
+    }
+
+    /// Returns a slot to the pool. The free list was allocated for every slot, so this
+    /// never grows it.
+    pub fn give_back(&mut self, slot: u32) {
+        debug_assert!(self.free.len() < self.capacity as usize);
+        self.free.push(slot);
+    }
+
+    /// Vertices per slot.
+    fn per_slot(&self) -> usize {
+        ((self.side + 1) * (self.side + 1)) as usize
+    }
+
+    /// Fills `slot` with the patch whose local vertex `(i, j)` is grid position
+    /// `origin + step · (i, j)`: heights from the samples (border repeated beyond the data),
+    /// normals by central differences at the patch's step, colours from a height and slope
+    /// ramp. Timed, for the fill-cost statistics.
+    pub fn fill(&mut self, slot: u32, field: &Heightfield, origin: GridPos, step: u32) {
+        let started = Instant::now();
+        let per_slot = self.per_slot();
+        let start = slot as usize * per_slot;
+        let cell = field.mapping().cell_size;
+        let (lo, hi) = self.height_range;
+        let span = (hi - lo).max(f32::MIN_POSITIVE);
+        let n = self.side + 1;
+        for j in 0..n {
+            for i in 0..n {
+                let col = origin.col + step * i;
+                let row = origin.row + step * j;
+                let height = sample_height(field, GridPos::new(col, row));
+                let at = |c: u32, r: u32| sample_height(field, GridPos::new(c, r));
+                let (west, east) = (at(col.saturating_sub(step), row), at(col + step, row));
+                let (north, south) = (at(col, row.saturating_sub(step)), at(col, row + step));
+                let run = 2.0 * step as f32 * cell;
+                let normal = Vec3::new((west - east) / run, 1.0, (north - south) / run)
+                    .normalize_or(Vec3::Y);
+                let k = start + (j * n + i) as usize;
+                self.positions[k] = [col as f32 * cell, height, row as f32 * cell];
+                self.normals[k] = pack_normal(normal);
+                self.colours[k] = ramp_colour((height - lo) / span, normal.y);
+            }
+        }
+        self.fills += 1;
+        self.fill_time += started.elapsed();
+    }
+
+    /// World position of vertex `(i, j)` of `slot`, as filled.
+    pub fn position(&self, slot: u32, i: u32, j: u32) -> Vec3 {
+        Vec3::from(self.positions[self.vertex_index(slot, i, j)])
+    }
+
+    /// Packed normal of vertex `(i, j)` of `slot` (signed bytes x, y, z, 0 from the low end).
+    pub fn normal(&self, slot: u32, i: u32, j: u32) -> u32 {
+        self.normals[self.vertex_index(slot, i, j)]
+    }
+
+    /// RGBA8 colour of vertex `(i, j)` of `slot` (red in the low byte).
+    pub fn colour(&self, slot: u32, i: u32, j: u32) -> u32 {
+        self.colours[self.vertex_index(slot, i, j)]
+    }
+
+    fn vertex_index(&self, slot: u32, i: u32, j: u32) -> usize {
+        slot as usize * self.per_slot() + (j * (self.side + 1) + i) as usize
+    }
+
+    /// Fills since the last call and their total time; resets both.
+    pub fn take_fill_counters(&mut self) -> (u64, Duration) {
+        let counters = (self.fills, self.fill_time);
+        self.fills = 0;
+        self.fill_time = Duration::ZERO;
+        counters
+    }
+
+    /// Bytes of the slots and the free list.
+    pub fn memory_bytes(&self) -> usize {
+        self.positions.len() * size_of::<[f32; 3]>()
+            + (self.normals.len() + self.colours.len() + self.free.capacity()) * size_of::<u32>()
+    }
+}
+
+/// A unit normal as four signed normalised bytes (x, y, z, 0), x in the low byte.
+fn pack_normal(n: Vec3) -> u32 {
+    let byte = |v: f32| ((v.clamp(-1.0, 1.0) * 127.0).round() as i8) as u8 as u32;
+    byte(n.x) | byte(n.y) << 8 | byte(n.z) << 16
+}
+
+/// Colour of a vertex at relative height `t` (0 lowest, 1 highest) whose normal has
+/// vertical component `up`: green lowlands, brown slopes and heights, white peaks, grey
+/// rock on steep slopes.
+fn ramp_colour(t: f32, up: f32) -> u32 {
+    let t = t.clamp(0.0, 1.0);
+    let low = Vec3::new(0.30, 0.45, 0.20);
+    let mid = Vec3::new(0.50, 0.40, 0.28);
+    let peak = Vec3::new(0.95, 0.95, 0.97);
+    let ground = if t < 0.6 {
+        low.lerp(mid, t / 0.6)
+    } else {
+        mid.lerp(peak, (t - 0.6) / 0.4)
+    };
+    let rock = Vec3::splat(0.45);
+    let steep = ((0.9 - up) / 0.3).clamp(0.0, 1.0);
+    let c = ground.lerp(rock, steep);
+    let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u32;
+    byte(c.x) | byte(c.y) << 8 | byte(c.z) << 16 | 255 << 24
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_taken_and_given_back_without_growing() {
+        let field =
+            Heightfield::from_f32(9, 9, (0..81).map(|i| i as f32).collect()).expect("valid field");
+        let mut pool = PatchPool::new(4, 3, &field);
+        let bytes = pool.memory_bytes();
+        let taken: Vec<u32> = (0..3).filter_map(|_| pool.take()).collect();
+        assert_eq!(taken.len(), 3);
+        assert_eq!(pool.take(), None, "exhausted");
+        assert_eq!(pool.in_use(), 3);
+        for slot in taken {
+            pool.give_back(slot);
+        }
+        assert_eq!(pool.in_use(), 0);
+        assert_eq!(pool.memory_bytes(), bytes);
+    }
+
+    #[test]
+    fn a_fill_writes_the_patch_samples_normals_and_colours() {
+        // Heights rise by 1 per column: normals lean towards −x, equally everywhere inside.
+        let field = Heightfield::from_f32(9, 9, (0..81).map(|i| (i % 9) as f32).collect())
+            .expect("valid field");
+        let mut pool = PatchPool::new(2, 2, &field);
+        let slot = pool.take().expect("a free slot");
+        pool.fill(slot, &field, GridPos::new(4, 2), 2);
+        for j in 0..3 {
+            for i in 0..3 {
+                let pos = GridPos::new(4 + 2 * i, 2 + 2 * j);
+                let p = pool.position(slot, i, j);
+                assert_eq!(
+                    p,
+                    Vec3::new(pos.col as f32, sample_height(&field, pos), pos.row as f32)
+                );
+                assert_eq!(pool.colour(slot, i, j) >> 24, 255);
+            }
+        }
+        let expected = pack_normal(Vec3::new(-1.0, 1.0, 0.0).normalize());
+        assert_eq!(pool.normal(slot, 0, 1), expected);
+        assert_eq!(pool.take_fill_counters().0, 1);
+        assert_eq!(pool.take_fill_counters().0, 0);
+    }
+}

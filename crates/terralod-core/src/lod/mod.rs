@@ -26,6 +26,7 @@
 
 pub mod presets;
 pub mod quadtree;
+pub mod stitched_patch;
 
 use crate::camera::{Aabb, Camera, CameraError, ErrorProjector, Frustum};
 use crate::heightfield::{GridPos, Heightfield};

@@ -4,7 +4,7 @@
 //! The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
 
 use proptest::prelude::*;
-use terralod_core::lod::{AlgorithmEntry, LodOptions, REGISTRY, Selection, View};
+use terralod_core::lod::{AlgorithmEntry, ChunkedOptions, LodOptions, REGISTRY, Selection, View};
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, Pyramid, Samples, WorldMapping};
 use terralod_testkit::fixtures::{spike, tilted_plane};
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
@@ -25,9 +25,11 @@ fn config() -> ProptestConfig {
 const OPTIONS: [LodOptions; 2] = [
     LodOptions {
         view_angle_aware: false,
+        chunked: ChunkedOptions::DEFAULT,
     },
     LodOptions {
         view_angle_aware: true,
+        chunked: ChunkedOptions::DEFAULT,
     },
 ];
 

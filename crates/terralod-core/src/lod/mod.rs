@@ -24,6 +24,7 @@
 //! - View-independent ([`View::world_error`]): every sample within a vertical distance of
 //!   the mesh, full coverage, no culling (what martini and delatin produce).
 
+pub mod chunked;
 pub mod presets;
 pub mod quadtree;
 pub mod stitched_patch;
@@ -36,6 +37,7 @@ use glam::Vec3;
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 
@@ -230,6 +232,8 @@ pub struct LodOptions {
     /// Use the view-angle-aware screen error (article 000: the error vector projected on
     /// the camera's up axis, done as a true bound). Default off: the article's plain error.
     pub view_angle_aware: bool,
+    /// Algorithm C's options (block size, distance, error-aware levels, morphing).
+    pub chunked: ChunkedOptions,
 }
 
 impl LodOptions {
@@ -476,14 +480,24 @@ impl std::fmt::Debug for AlgorithmEntry {
 
 /// Every algorithm, in the order the CLI lists them. Adding an algorithm is one module and
 /// one line here; the property tests and benches pick it up.
-pub static REGISTRY: &[AlgorithmEntry] = &[AlgorithmEntry {
-    name: "quadtree",
-    summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
-              frustum culled, one index buffer per frame",
-    crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
-                     on it, at any level difference",
-    build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
-}];
+pub static REGISTRY: &[AlgorithmEntry] = &[
+    AlgorithmEntry {
+        name: "quadtree",
+        summary: "screen-space-error quadtree of article 000: 3x3 fans from the root, \
+                  frustum culled, one index buffer per frame",
+        crack_handling: "a coarse node's edge collects every vertex its finer neighbours \
+                         draw on it, at any level difference",
+        build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+    },
+    AlgorithmEntry {
+        name: "chunked",
+        summary: "blocks of article 001: one level per block from distance (or error), \
+                  shared index buffers instanced, flood-fill visibility",
+        crack_handling: "neighbours differ by at most one level; the finer block draws the \
+                         seam variant that matches its coarser neighbour's edge",
+        build: |field, pyramid, options| Box::new(ChunkedLod::new(field, pyramid, *options)),
+    },
+];
 
 /// The registered algorithm called `name`.
 pub fn find(name: &str) -> Option<&'static AlgorithmEntry> {

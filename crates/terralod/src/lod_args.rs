@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
-use terralod_core::lod::{self, AlgorithmEntry, LodOptions, View};
+use terralod_core::lod::{self, AlgorithmEntry, ChunkedOptions, LodOptions, View};
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
@@ -23,6 +23,61 @@ pub struct LodArgs {
     /// Use the view-angle-aware screen error (article 000), still a true bound.
     #[arg(long)]
     pub view_angle_aware: bool,
+    #[command(flatten)]
+    pub chunked: ChunkedArgs,
+}
+
+/// Algorithm C's flags (shared with `bench`).
+#[derive(Debug, Args)]
+pub struct ChunkedArgs {
+    /// chunked: segments per block side, a power of two from 16 to 256.
+    #[arg(long, value_name = "N", default_value_t = ChunkedOptions::DEFAULT.block_size, value_parser = parse_block_size)]
+    pub block_size: u32,
+    /// chunked: distance per level, in block widths (at least 1).
+    #[arg(long, value_name = "Q", default_value_t = ChunkedOptions::DEFAULT.lod_distance, value_parser = parse_lod_distance)]
+    pub lod_distance: f32,
+    /// chunked: each block's level from its error, so the projected error stays within
+    /// the pixel tolerance (or --max-error).
+    #[arg(long)]
+    pub error_aware: bool,
+    /// chunked: morph vertices towards the coarser level with distance (no popping).
+    #[arg(long, conflicts_with = "error_aware")]
+    pub morph: bool,
+}
+
+impl ChunkedArgs {
+    pub fn options(&self) -> ChunkedOptions {
+        ChunkedOptions {
+            block_size: self.block_size,
+            lod_distance: self.lod_distance,
+            error_aware: self.error_aware,
+            morph: self.morph,
+        }
+    }
+}
+
+/// `--block-size`, checked by [`ChunkedOptions::validate`].
+fn parse_block_size(text: &str) -> Result<u32, String> {
+    let block_size = text.parse::<u32>().map_err(|e| e.to_string())?;
+    ChunkedOptions {
+        block_size,
+        ..ChunkedOptions::DEFAULT
+    }
+    .validate()
+    .map(|()| block_size)
+    .map_err(|e| e.to_string())
+}
+
+/// `--lod-distance`, checked by [`ChunkedOptions::validate`].
+fn parse_lod_distance(text: &str) -> Result<f32, String> {
+    let lod_distance = text.parse::<f32>().map_err(|e| e.to_string())?;
+    ChunkedOptions {
+        lod_distance,
+        ..ChunkedOptions::DEFAULT
+    }
+    .validate()
+    .map(|()| lod_distance)
+    .map_err(|e| e.to_string())
 }
 
 impl LodArgs {
@@ -38,7 +93,11 @@ impl LodArgs {
     }
 
     pub fn options(&self) -> LodOptions {
-        LodOptions::default().with_view_angle_aware(self.view_angle_aware)
+        LodOptions {
+            chunked: self.chunked.options(),
+            ..LodOptions::default()
+        }
+        .with_view_angle_aware(self.view_angle_aware)
     }
 
     /// The view the algorithm selects for. `camera` is called only for a view-dependent

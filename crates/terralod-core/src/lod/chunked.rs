@@ -390,7 +390,10 @@ impl ChunkedLod {
             }
         }
         // NaN (a degenerate direction) fails this too.
-        if t0.partial_cmp(&t1).is_none_or(|o| o == std::cmp::Ordering::Greater) {
+        if t0
+            .partial_cmp(&t1)
+            .is_none_or(|o| o == std::cmp::Ordering::Greater)
+        {
             return None;
         }
         let p = camera.eye + dir * t0;

@@ -7,6 +7,7 @@
 mod path;
 mod plot;
 
+use crate::lod_args::ChunkedArgs;
 use crate::progress;
 use crate::terrain_args::{TerrainArgs, parse_size};
 use anyhow::{Context, bail};
@@ -66,6 +67,8 @@ pub struct BenchArgs {
     /// Sizes for --scaling (samples a side).
     #[arg(long, value_delimiter = ',', default_value = "1025,4097,16385")]
     pub scaling_sizes: Vec<u32>,
+    #[command(flatten)]
+    pub chunked: ChunkedArgs,
 }
 
 /// Median, 95th percentile and maximum.
@@ -257,7 +260,11 @@ fn fly(
     pyramid_ms: f64,
     poses: &[Pose],
 ) -> anyhow::Result<AlgorithmRun> {
-    let (mut algorithm, build_ms) = timed(|| (entry.build)(field, pyramid, &LodOptions::default()));
+    let options = LodOptions {
+        chunked: args.chunked.options(),
+        ..LodOptions::default()
+    };
+    let (mut algorithm, build_ms) = timed(|| (entry.build)(field, pyramid, &options));
     let bar = progress::bar(poses.len() as u64, format!("{} over the path", entry.name));
     let mut frames = Vec::with_capacity(poses.len());
     let (mut measured_max, mut measured_p99, mut measured_frames) = (None::<f64>, None::<f64>, 0);

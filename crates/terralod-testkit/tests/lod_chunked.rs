@@ -33,7 +33,7 @@ fn options(error_aware: bool, view_angle_aware: bool) -> LodOptions {
 }
 
 /// Drawn blocks' levels: 4-neighbours at most one level apart.
-fn assert_neighbours_within_one(lod: &ChunkedLod) -> Result<(), TestCaseError> {
+fn assert_neighbours_within_one(lod: &ChunkedLod<'_>) -> Result<(), TestCaseError> {
     let drawn: std::collections::HashMap<(u32, u32), u32> = lod
         .drawn_blocks()
         .map(|(x, z, level)| ((x, z), level))
@@ -112,6 +112,30 @@ proptest! {
             prop_assert!(report.is_watertight(), "cull {}: {}", cull, report);
             let errors = measure_error(&field, &mesh, Some(&camera)).unwrap();
             prop_assert_eq!(errors.projected.unwrap().clipped, 0);
+        }
+    }
+
+    /// Morphing moves vertices by their own distance, so the mesh stays watertight (one
+    /// height per position) whatever the levels around.
+    #[test]
+    fn morphed_selections_stay_watertight(
+        (field, camera, pixels) in arb_scene(100),
+        lod_distance in 1.0f32..3.0,
+    ) {
+        let pyramid = Pyramid::build(&field);
+        let view = View::screen(camera, pixels).unwrap();
+        let options = LodOptions {
+            chunked: ChunkedOptions { morph: true, lod_distance, ..options(false, false).chunked },
+            ..LodOptions::default()
+        };
+        let mut lod = ChunkedLod::new(&field, &pyramid, options);
+        for cull in [true, false] {
+            let selection = lod.select(&view.with_cull(cull));
+            let morphed = matches!(selection, terralod_core::lod::Selection::Patches { morph: Some(_), .. });
+            prop_assert!(morphed);
+            let mesh = selection.to_mesh(&field);
+            let report = check_mesh(&mesh, None);
+            prop_assert!(report.is_watertight(), "cull {}: {}", cull, report);
         }
     }
 

@@ -65,8 +65,8 @@
 
 use super::stitched_patch::{SeamNeighbour, Side, StitchedPatch};
 use super::{
-    GridVertices, LodAlgorithm, LodOptions, PatchInstance, Selection, SelectionStats, View,
-    sample_height,
+    GridVertices, LodAlgorithm, LodOptions, PatchInstance, PatchMorph, Selection, SelectionStats,
+    View, sample_height,
 };
 use crate::camera::{Aabb, Camera, Containment, Frustum};
 use crate::heightfield::{GridPos, Heightfield};
@@ -180,7 +180,8 @@ const LEVEL_MASK: u8 = 0x7f;
 
 /// Algorithm C. Owns its index buffers, block data and per-frame buffers.
 #[derive(Debug)]
-pub struct ChunkedLod {
+pub struct ChunkedLod<'a> {
+    field: &'a Heightfield,
     options: LodOptions,
     chunked: ChunkedOptions,
     patch: StitchedPatch,
@@ -192,11 +193,15 @@ pub struct ChunkedLod {
     /// Per block: its box (exact heights) and its column (the terrain's height range).
     boxes: Vec<Aabb>,
     columns: Vec<Aabb>,
-    /// Per block, `coarsest + 1` error bounds, non-decreasing in the level.
+    /// Per block, `coarsest + 1` error bounds, non-decreasing in the level: computed at
+    /// build with `error_aware`, else on the first view-independent selection (empty
+    /// until then).
     bounds: Vec<f32>,
     terrain_box: Aabb,
     /// `q` in world units, slightly enlarged (see the module docs).
     lod_distance: f64,
+    /// `q` and `w` in world units as given, for morphing.
+    morph_distances: (f32, f32),
     vertices: GridVertices,
     frame: u32,
     /// Per block: the frame its column was tested, the frame it was drawn.
@@ -210,10 +215,10 @@ pub struct ChunkedLod {
     stats: SelectionStats,
 }
 
-impl ChunkedLod {
+impl<'a> ChunkedLod<'a> {
     /// Builds the blocks and index buffers; `pyramid` must be the pyramid of `field`.
     /// Invalid chunked options are clamped to the nearest valid ones.
-    pub fn new(field: &Heightfield, pyramid: &Pyramid, options: LodOptions) -> ChunkedLod {
+    pub fn new(field: &'a Heightfield, pyramid: &Pyramid, options: LodOptions) -> ChunkedLod<'a> {
         let chunked = options.chunked.sanitized();
         let padded_cells = pyramid.padded_side() - 1;
         let block_side = chunked.block_size.min(padded_cells);
@@ -251,9 +256,14 @@ impl ChunkedLod {
             Vec3::new(0.0, lo, 0.0),
             Vec3::new(extent(blocks_x), hi, extent(blocks_z)),
         );
-        let bounds = error_bounds(field, &patch, blocks_x, blocks_z);
+        let bounds = if chunked.error_aware {
+            error_bounds(field, &patch, blocks_x, blocks_z)
+        } else {
+            Vec::new()
+        };
         let count = (blocks_x * blocks_z) as usize;
         ChunkedLod {
+            field,
             options,
             chunked,
             patch,
@@ -266,6 +276,10 @@ impl ChunkedLod {
             bounds,
             terrain_box,
             lod_distance: f64::from(chunked.lod_distance) * width * (1.0 + 2f64.powi(-20)),
+            morph_distances: (
+                (f64::from(chunked.lod_distance) * width) as f32,
+                width as f32,
+            ),
             vertices: GridVertices {
                 stride: blocks_x * block_side + 1,
                 rows: blocks_z * block_side + 1,
@@ -297,10 +311,12 @@ impl ChunkedLod {
     }
 
     /// The error bound of block `(bx, bz)` at `level` (world units; covers every seam
-    /// variant; non-decreasing in the level).
-    pub fn error_bound(&self, bx: u32, bz: u32, level: u32) -> f32 {
+    /// variant; non-decreasing in the level), once computed (see `bounds`).
+    pub fn error_bound(&self, bx: u32, bz: u32, level: u32) -> Option<f32> {
         let block = (bz * self.blocks_x + bx) as usize;
-        self.bounds[block * (self.coarsest as usize + 1) + level.min(self.coarsest) as usize]
+        self.bounds
+            .get(block * (self.coarsest as usize + 1) + level.min(self.coarsest) as usize)
+            .copied()
     }
 
     /// The distance rule (C2) for block `(bx, bz)` seen from `eye`:
@@ -510,6 +526,33 @@ impl ChunkedLod {
         }
     }
 
+    /// The morph of a distance-rule selection with the `morph` option (see [`PatchMorph`]).
+    ///
+    /// No popping: a block turns from level `L` to `L + 1` when its column's distance `d_b`
+    /// reaches `(L + 1) · q`; each of its vertices is at least that far (`d_v ≥ d_b`), so
+    /// every vertex of level `L` is fully morphed by then, onto the level-`(L + 1)` edge it
+    /// bisects. Those edges' ends are not morphed at that moment: a vertex of level
+    /// `m ≥ L + 1` in the block is within `d_b + w` (the square's L∞ extent), and its
+    /// morph starts at `m · q + w ≥ (L + 1) · q + w`. So at the switch the morphed
+    /// level-`L` mesh is the level-`(L + 1)` mesh (`stitched_patch`: each level refines
+    /// the next). Seams stay closed for any factor, against a coarser neighbour too: a
+    /// vertex's height is a function of the vertex alone.
+    fn morph(&self, view: &View) -> Option<PatchMorph> {
+        let camera = view.camera()?;
+        if !self.chunked.morph || self.chunked.error_aware {
+            return None;
+        }
+        let (q, w) = self.morph_distances;
+        Some(PatchMorph {
+            eye: camera.eye,
+            height_range: (self.terrain_box.min.y, self.terrain_box.max.y),
+            level_distance: q,
+            morph_start: w,
+            inv_range: if q > w { 1.0 / (q - w) } else { f32::MAX },
+            coarsest: self.coarsest,
+        })
+    }
+
     /// The instances of every drawn block.
     fn emit(&mut self) {
         let buffers = self.patch.buffers();
@@ -546,7 +589,7 @@ impl ChunkedLod {
     }
 }
 
-impl LodAlgorithm for ChunkedLod {
+impl LodAlgorithm for ChunkedLod<'_> {
     fn name(&self) -> &'static str {
         "chunked"
     }
@@ -564,16 +607,21 @@ impl LodAlgorithm for ChunkedLod {
             }
             _ => self.draw_all(),
         }
+        if self.bounds.is_empty() && view.camera().is_none() {
+            self.bounds = error_bounds(self.field, &self.patch, self.blocks_x, self.blocks_z);
+        }
         self.choose_levels(view);
         self.relax(self.chunked.error_aware || view.camera().is_none());
         self.emit();
         self.stats.nodes_drawn = self.drawn.len() as u64;
+        let morph = self.morph(view);
         self.stats.select_time = started.elapsed();
         Selection::Patches {
             vertices: self.vertices,
             patch_side: self.block_side,
             index_buffers: self.patch.buffers(),
             instances: &self.instances,
+            morph,
         }
     }
 
@@ -862,7 +910,9 @@ mod tests {
         for level in 1..=4 {
             assert!(lod.error_bound(1, 2, level) >= lod.error_bound(1, 2, level - 1));
         }
-        assert!(lod.error_bound(1, 2, 4) > 0.0);
+        assert!(lod.error_bound(1, 2, 4) > Some(0.0));
+        let lazy = ChunkedLod::new(&field, &pyramid, options(16, 2.0, false));
+        assert_eq!(lazy.error_bound(1, 2, 4), None);
         let plane = Heightfield::new(
             65,
             65,
@@ -871,6 +921,108 @@ mod tests {
         .expect("valid plane");
         let pyramid = Pyramid::build(&plane);
         let lod = ChunkedLod::new(&plane, &pyramid, options(16, 2.0, true));
-        assert_eq!(lod.error_bound(3, 3, 4), 0.0);
+        assert_eq!(lod.error_bound(3, 3, 4), Some(0.0));
+    }
+
+    /// The surface of `mesh` at grid point `(c, r)` (f64 barycentric interpolation).
+    fn surface_at(mesh: &crate::GridMesh, c: i64, r: i64) -> Option<f64> {
+        for t in &mesh.triangles {
+            let p = t.map(|v| {
+                let q = mesh.positions[v as usize];
+                (
+                    i64::from(q.col),
+                    i64::from(q.row),
+                    f64::from(mesh.heights[v as usize]),
+                )
+            });
+            let area = |a: (i64, i64), b: (i64, i64), x: (i64, i64)| {
+                (b.1 - a.1) * (x.0 - a.0) - (b.0 - a.0) * (x.1 - a.1)
+            };
+            let (a, b, cc) = ((p[0].0, p[0].1), (p[1].0, p[1].1), (p[2].0, p[2].1));
+            let total = area(a, b, cc);
+            let w = [area(b, cc, (c, r)), area(cc, a, (c, r)), area(a, b, (c, r))];
+            if w.iter().all(|&x| x >= 0) {
+                return Some(
+                    (w[0] as f64 * p[0].2 + w[1] as f64 * p[1].2 + w[2] as f64 * p[2].2)
+                        / total as f64,
+                );
+            }
+        }
+        None
+    }
+
+    /// At the distance where a block turns coarser, its morphed level-`L` mesh (any seams)
+    /// is the level-`(L + 1)` surface: no pop when it switches.
+    #[test]
+    fn at_the_switch_distance_the_morphed_mesh_is_the_coarser_one() {
+        let field = field(33, 33, 21);
+        let pyramid = Pyramid::build(&field);
+        let lod = ChunkedLod::new(&field, &pyramid, options(16, 2.0, false));
+        let patch = &lod.patch;
+        let (q, w) = lod.morph_distances;
+        let (lo, hi) = (lod.terrain_box.min.y, lod.terrain_box.max.y);
+        let origin = GridPos::new(16, 16);
+        for level in 0..patch.coarsest_level() {
+            // Straight above the block at vertical distance (L + 1) q: every vertex is at
+            // L∞ distance exactly (L + 1) q.
+            let eye = Vec3::new(24.0, hi + (level + 1) as f32 * q, 24.0);
+            let morph = PatchMorph {
+                eye,
+                height_range: (lo, hi),
+                level_distance: q,
+                morph_start: w,
+                inv_range: 1.0 / (q - w),
+                coarsest: patch.coarsest_level(),
+            };
+            let mesh_of = |level: u32, variant: SeamNeighbour, morph: Option<PatchMorph>| {
+                let mut instances = vec![patch_instance(origin, patch.interior(level))];
+                for side in Side::ALL {
+                    if let Some(seam) = patch.seam(level, side, variant) {
+                        instances.push(patch_instance(origin, seam));
+                    }
+                }
+                Selection::Patches {
+                    vertices: lod.vertices,
+                    patch_side: patch.side(),
+                    index_buffers: patch.buffers(),
+                    instances: &instances,
+                    morph,
+                }
+                .to_mesh(&field)
+            };
+            let coarse = mesh_of(level + 1, SeamNeighbour::Same, None);
+            for variant in [SeamNeighbour::Same, SeamNeighbour::Coarser] {
+                let fine = mesh_of(level, variant, Some(morph));
+                let unmorphed = mesh_of(level, variant, None);
+                let mut moved = false;
+                for r in 16..=32 {
+                    for c in 16..=32 {
+                        let (a, b) = (surface_at(&fine, c, r), surface_at(&coarse, c, r));
+                        let (a, b) = (a.expect("covered"), b.expect("covered"));
+                        assert!(
+                            (a - b).abs() <= 1e-3,
+                            "level {level} {variant:?} at ({c}, {r}): {a} vs {b}"
+                        );
+                        moved |= surface_at(&unmorphed, c, r) != Some(a);
+                    }
+                }
+                assert!(
+                    moved || level + 1 == patch.coarsest_level(),
+                    "level {level}: nothing morphed"
+                );
+            }
+            // Closer than the morph range, nothing moves.
+            let near = PatchMorph {
+                eye: Vec3::new(24.0, hi + level as f32 * q + 0.5 * w, 24.0),
+                ..morph
+            };
+            let fine = mesh_of(level, SeamNeighbour::Same, Some(near));
+            for (pos, height) in fine.positions.iter().zip(&fine.heights) {
+                let m = pos.col.trailing_zeros().min(pos.row.trailing_zeros());
+                if m == level {
+                    assert_eq!(*height, sample_height(&field, *pos));
+                }
+            }
+        }
     }
 }

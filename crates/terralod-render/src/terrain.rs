@@ -9,7 +9,7 @@ use bytemuck::Zeroable as _;
 use glam::{Mat4, Vec3};
 use std::ops::Range;
 use terralod_core::heightfield::Heightfield;
-use terralod_core::lod::{MorphedHeight, PatchInstance, Selection};
+use terralod_core::lod::{MorphedHeight, PatchInstance, PatchMorph, Selection};
 use terralod_core::{Camera, Containment};
 use wgpu::util::DeviceExt;
 
@@ -65,6 +65,8 @@ struct FrameUniforms {
     height_range: [f32; 4],
     grid: [u32; 4],
     mode: [u32; 4],
+    patch_morph: [f32; 4],
+    patch_morph_range: [f32; 4],
 }
 
 const WIREFRAME: u32 = 1;
@@ -303,6 +305,7 @@ impl TerrainRenderer {
         let device = &ctx.device;
         let mut bytes = 0u64;
         let mut rebind = false;
+        let mut patch_morph = None;
         let (grid, patch_side, morph_count) = match *selection {
             Selection::Triangles {
                 vertices,
@@ -344,7 +347,9 @@ impl TerrainRenderer {
                 patch_side,
                 index_buffers,
                 instances,
+                morph,
             } => {
+                patch_morph = morph;
                 let (uploaded, rebound) = self.upload_patch_indices(ctx, index_buffers);
                 bytes += uploaded;
                 rebind |= rebound;
@@ -383,7 +388,13 @@ impl TerrainRenderer {
             );
         }
         self.pulled = settings.wireframe || settings.color_by_lod;
-        let uniforms = self.uniforms(settings, grid, patch_side, morph_count as u32);
+        let uniforms = self.uniforms(
+            settings,
+            grid,
+            patch_side,
+            morph_count as u32,
+            patch_morph.as_ref(),
+        );
         queue.write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&uniforms));
         bytes += std::mem::size_of::<FrameUniforms>() as u64;
         self.stats = UploadStats {
@@ -485,6 +496,7 @@ impl TerrainRenderer {
         grid: (u32, u32),
         patch_side: u32,
         morph_count: u32,
+        patch_morph: Option<&PatchMorph>,
     ) -> FrameUniforms {
         let camera = &settings.camera;
         let clip_from_local = clip_from_local(camera);
@@ -518,7 +530,22 @@ impl TerrainRenderer {
             sky_horizon: [0.72, 0.80, 0.90, fog.max(0.0)],
             height_range: [lo, hi, 1.0 / (hi - lo).max(1e-6), 0.0],
             grid: [grid.0, grid.1, self.data_size.0, self.data_size.1],
-            mode: [flags, patch_side, morph_count, 0],
+            mode: [
+                flags,
+                patch_side,
+                morph_count,
+                patch_morph.map_or(0, |m| m.coarsest + 1),
+            ],
+            patch_morph: patch_morph
+                .map_or([0.0; 4], |m| m.eye.extend(m.level_distance).to_array()),
+            patch_morph_range: patch_morph.map_or([0.0; 4], |m| {
+                [
+                    m.height_range.0,
+                    m.height_range.1,
+                    m.morph_start,
+                    m.inv_range,
+                ]
+            }),
         }
     }
 

@@ -5,8 +5,11 @@
 mod common;
 
 use common::{SIZE, diff, gpu_or_skip, overview_camera, terrain};
-use terralod_core::lod::{GridVertices, MorphedHeight, PatchInstance, Selection};
-use terralod_core::{Containment, GridPos, Heightfield};
+use terralod_core::lod::{
+    ChunkedLod, ChunkedOptions, GridVertices, LodAlgorithm, LodOptions, MorphedHeight,
+    PatchInstance, Selection, View, sample_height,
+};
+use terralod_core::{Containment, GridPos, Heightfield, Pyramid};
 use terralod_render::{
     COLOUR_FORMAT, DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer,
     render_to_image,
@@ -56,6 +59,7 @@ impl Grids {
             patch_side: PATCH_SIDE,
             index_buffers: &self.patch_buffers,
             instances: &self.instances,
+            morph: None,
         }
     }
 }
@@ -171,6 +175,78 @@ fn morphed_vertices_are_drawn_at_their_morphed_height() {
     );
 }
 
+/// The shader's patch morph is `Selection::to_mesh`'s: a morphed chunked selection and the
+/// explicit triangles of its exported mesh (morphs = the exported heights) draw the same
+/// image.
+#[test]
+fn the_patch_morph_draws_the_exported_heights() {
+    let Some(ctx) = gpu_or_skip("the_patch_morph_draws_the_exported_heights") else {
+        return;
+    };
+    let field = terrain();
+    let pyramid = Pyramid::build(&field);
+    let options = LodOptions {
+        chunked: ChunkedOptions {
+            block_size: 16,
+            lod_distance: 1.5,
+            morph: true,
+            ..ChunkedOptions::DEFAULT
+        },
+        ..LodOptions::default()
+    };
+    let mut lod = ChunkedLod::new(&field, &pyramid, options);
+    let camera = overview_camera(&field);
+    let view = View::screen(camera, 1.0).unwrap().with_cull(false);
+    let patches = lod.select(&view);
+    let Selection::Patches { vertices, .. } = patches else {
+        panic!("chunked selects patches");
+    };
+    let mesh = patches.to_mesh(&field);
+    let indices: Vec<u32> = mesh
+        .triangles
+        .iter()
+        .flatten()
+        .map(|&v| vertices.index(mesh.positions[v as usize]))
+        .collect();
+    let morphs: Vec<MorphedHeight> = mesh
+        .positions
+        .iter()
+        .zip(&mesh.heights)
+        .filter(|(pos, height)| **height != sample_height(&field, **pos))
+        .map(|(pos, height)| MorphedHeight {
+            vertex: vertices.index(*pos),
+            height: *height,
+        })
+        .collect();
+    assert!(morphs.len() > 100, "only {} vertices morphed", morphs.len());
+    let triangles = Selection::Triangles {
+        vertices,
+        indices: &indices,
+        morphs: &morphs,
+    };
+    let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    for wireframe in [false, true] {
+        let mut settings = FrameSettings::new(camera);
+        settings.wireframe = wireframe;
+        let a = draw(&ctx, &mut renderer, &triangles, &settings);
+        let b = draw(&ctx, &mut renderer, &patches, &settings);
+        let (d, _) = diff(&a, &b);
+        assert!(
+            d.differing_share < 1e-4 && d.mean_abs < 0.05,
+            "wireframe {wireframe}: morphed patches and their export differ: {d:?}"
+        );
+        // Without the morph the image changes: the test sees the morph.
+        let unmorphed = Selection::Triangles {
+            vertices,
+            indices: &indices,
+            morphs: &[],
+        };
+        let c = draw(&ctx, &mut renderer, &unmorphed, &settings);
+        let (d, _) = diff(&a, &c);
+        assert!(d.differing_share > 1e-4, "the morph left no trace: {d:?}");
+    }
+}
+
 #[test]
 fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     let Some(ctx) = gpu_or_skip("a_warmed_up_frame_creates_no_buffer") else {
@@ -182,7 +258,7 @@ fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     let settings = FrameSettings::new(overview_camera(&field));
     let lines = DebugLines::new();
-    let uniforms = 240;
+    let uniforms = 272;
 
     renderer.prepare(&ctx, &triangles, &settings, &lines);
     let warm = renderer.upload_stats();

@@ -96,6 +96,7 @@ proptest! {
             patch_side: patch.side(),
             index_buffers: patch.buffers(),
             instances: &instances,
+            morph: None,
         };
         let report = check_mesh(&selection.to_mesh(&field), Some(GridRect::square(side)));
         prop_assert!(report.is_watertight(), "levels {:?}: {:?}", levels, report.defects());

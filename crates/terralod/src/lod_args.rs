@@ -1,9 +1,12 @@
-//! LOD flags shared by `mesh`, `render` and `view`: the algorithm and the error bound.
+//! LOD flags shared by `mesh`, `render` and `view` (the algorithm and the error bound), and
+//! every algorithm's own options, shared with `bench` too.
 
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
-use terralod_core::lod::{self, AdaptiveOptions, AlgorithmEntry, LodOptions, PatchOptions, View};
+use terralod_core::lod::{
+    self, AdaptiveOptions, AlgorithmEntry, ChunkedOptions, LodOptions, PatchOptions, View,
+};
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
@@ -20,6 +23,13 @@ pub struct LodArgs {
     /// Keep the nodes outside the view (drawn, but not refined for the view).
     #[arg(long)]
     pub no_cull: bool,
+    #[command(flatten)]
+    pub algorithm: AlgorithmOptionArgs,
+}
+
+/// Every algorithm's own options (shared by `mesh`, `render`, `view` and `bench`).
+#[derive(Debug, Args)]
+pub struct AlgorithmOptionArgs {
     /// Use the view-angle-aware screen error (article 000), still a true bound.
     #[arg(long)]
     pub view_angle_aware: bool,
@@ -43,6 +53,30 @@ pub struct LodArgs {
     /// patch's error bound (0: distance only).
     #[arg(long, value_name = "W", default_value_t = 0.0, value_parser = parse_non_negative)]
     pub roughness: f32,
+    #[command(flatten)]
+    pub chunked: ChunkedArgs,
+}
+
+impl AlgorithmOptionArgs {
+    pub fn options(&self) -> LodOptions {
+        LodOptions {
+            chunked: self.chunked.options(),
+            ..LodOptions::default()
+        }
+        .with_view_angle_aware(self.view_angle_aware)
+        .with_adaptive(
+            AdaptiveOptions::default()
+                .with_morph(!self.adaptive_no_morph)
+                .with_linf_test(self.adaptive_linf),
+        )
+        .with_patches(
+            PatchOptions::default()
+                .with_pool_capacity(self.pool_capacity)
+                .with_patch_size(self.patch_size)
+                .with_split_factor(self.split_factor)
+                .with_roughness(self.roughness),
+        )
+    }
 }
 
 fn parse_patch_size(text: &str) -> Result<u32, String> {
@@ -72,6 +106,59 @@ fn parse_non_negative(text: &str) -> Result<f32, String> {
     }
 }
 
+/// Algorithm C's flags (shared with `bench`).
+#[derive(Debug, Args)]
+pub struct ChunkedArgs {
+    /// chunked: segments per block side, a power of two from 16 to 256.
+    #[arg(long, value_name = "N", default_value_t = ChunkedOptions::DEFAULT.block_size, value_parser = parse_block_size)]
+    pub block_size: u32,
+    /// chunked: distance per level, in block widths (at least 1).
+    #[arg(long, value_name = "Q", default_value_t = ChunkedOptions::DEFAULT.lod_distance, value_parser = parse_lod_distance)]
+    pub lod_distance: f32,
+    /// chunked: each block's level from its error, so the projected error stays within
+    /// the pixel tolerance (or --max-error).
+    #[arg(long)]
+    pub error_aware: bool,
+    /// chunked: morph vertices towards the coarser level with distance (no popping).
+    #[arg(long, conflicts_with = "error_aware")]
+    pub morph: bool,
+}
+
+impl ChunkedArgs {
+    pub fn options(&self) -> ChunkedOptions {
+        ChunkedOptions {
+            block_size: self.block_size,
+            lod_distance: self.lod_distance,
+            error_aware: self.error_aware,
+            morph: self.morph,
+        }
+    }
+}
+
+/// `--block-size`, checked by [`ChunkedOptions::validate`].
+fn parse_block_size(text: &str) -> Result<u32, String> {
+    let block_size = text.parse::<u32>().map_err(|e| e.to_string())?;
+    ChunkedOptions {
+        block_size,
+        ..ChunkedOptions::DEFAULT
+    }
+    .validate()
+    .map(|()| block_size)
+    .map_err(|e| e.to_string())
+}
+
+/// `--lod-distance`, checked by [`ChunkedOptions::validate`].
+fn parse_lod_distance(text: &str) -> Result<f32, String> {
+    let lod_distance = text.parse::<f32>().map_err(|e| e.to_string())?;
+    ChunkedOptions {
+        lod_distance,
+        ..ChunkedOptions::DEFAULT
+    }
+    .validate()
+    .map(|()| lod_distance)
+    .map_err(|e| e.to_string())
+}
+
 impl LodArgs {
     /// The registry entry named by `--algo`.
     pub fn entry(&self) -> anyhow::Result<&'static AlgorithmEntry> {
@@ -85,20 +172,7 @@ impl LodArgs {
     }
 
     pub fn options(&self) -> LodOptions {
-        LodOptions::default()
-            .with_view_angle_aware(self.view_angle_aware)
-            .with_adaptive(
-                AdaptiveOptions::default()
-                    .with_morph(!self.adaptive_no_morph)
-                    .with_linf_test(self.adaptive_linf),
-            )
-            .with_patches(
-                PatchOptions::default()
-                    .with_pool_capacity(self.pool_capacity)
-                    .with_patch_size(self.patch_size)
-                    .with_split_factor(self.split_factor)
-                    .with_roughness(self.roughness),
-            )
+        self.algorithm.options()
     }
 
     /// The view the algorithm selects for. `camera` is called only for a view-dependent

@@ -26,6 +26,7 @@
 
 pub mod adaptive;
 pub mod bintree;
+pub mod chunked;
 pub mod patches;
 pub mod presets;
 pub mod quadtree;
@@ -41,6 +42,7 @@ use std::time::Duration;
 
 pub use adaptive::{AdaptiveLod, AdaptiveOptions};
 pub use bintree::BintreeLod;
+pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use patches::{PatchOptions, PatchStats, PatchesLod};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
@@ -240,6 +242,8 @@ pub struct LodOptions {
     pub adaptive: AdaptiveOptions,
     /// Algorithm P's pool, patch size, split factor and roughness weight.
     pub patches: PatchOptions,
+    /// Algorithm C's options (block size, distance, error-aware levels, morphing).
+    pub chunked: ChunkedOptions,
 }
 
 impl LodOptions {
@@ -328,6 +332,83 @@ pub struct PatchInstance {
     pub frustum: Containment,
 }
 
+/// Vertical morphing of a patch selection (algorithm C's `morph` option): every grid vertex
+/// that is not on a patch corner lerps from its sample's height towards the average of the
+/// two ends of the next coarser level's edge it bisects, by its own distance to the eye.
+///
+/// A vertex's *level* `m` is the coarsest level whose grid holds it: `min(tz(col),
+/// tz(row))` (trailing zeros), below the patch's coarsest level `k`. At level `m + 1` it
+/// is the midpoint of an edge: horizontal or vertical when one coordinate is an odd
+/// multiple of `2^m`, else the diagonal of its cell that points at the patch centre (see
+/// `stitched_patch`). Its distance `d` is the L∞ distance from the eye to the vertical line
+/// through it, limited to the terrain's height range (algorithm C's distance), and the
+/// morph factor is `clamp((d − (m · q + w)) · inv_range, 0, 1)`: 0 up to `m · q + w`, 1
+/// from `(m + 1) · q`, the distance at which a block holding it turns coarser than `m`.
+///
+/// The drawn height depends on the vertex alone, never on the patch drawing it, so
+/// patches sharing an edge draw it at the same heights: morphing never opens a crack.
+/// [`Selection::to_mesh`] and the renderer's vertex shader evaluate the same `f32`
+/// operations in the same order ([`PatchMorph::height`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PatchMorph {
+    /// The eye the levels were chosen for (world units).
+    pub eye: Vec3,
+    /// Lowest and highest world height of the terrain.
+    pub height_range: (f32, f32),
+    /// `q`: distance per level (world units).
+    pub level_distance: f32,
+    /// `w`: where, past `m · q`, level `m`'s morph starts (the block width).
+    pub morph_start: f32,
+    /// `1 / (q − w)`, or `f32::MAX` when `q = w` (a step at `(m + 1) · q`).
+    pub inv_range: f32,
+    /// `log2` of the patch side: vertices of this level never morph.
+    pub coarsest: u32,
+}
+
+impl PatchMorph {
+    /// The drawn height of grid vertex `(col, row)`, `height(col, row)` giving sample
+    /// heights as drawn (`f32`, border repeated) and `cell` the cell size.
+    #[inline]
+    pub fn height(&self, col: u32, row: u32, cell: f32, height: impl Fn(u32, u32) -> f32) -> f32 {
+        let own = height(col, row);
+        let level = col.trailing_zeros().min(row.trailing_zeros());
+        if level >= self.coarsest {
+            return own;
+        }
+        let s = 1u32 << level;
+        let odd_col = (col >> level) & 1 == 1;
+        let odd_row = (row >> level) & 1 == 1;
+        let (a, b) = if odd_col && !odd_row {
+            ((col - s, row), (col + s, row))
+        } else if !odd_col && odd_row {
+            ((col, row - s), (col, row + s))
+        } else {
+            // Both odd: the cell's diagonal towards the patch centre.
+            let mask = (1u32 << self.coarsest) - 1;
+            let half = 1u32 << (self.coarsest - 1);
+            let west = col & mask < half;
+            let north = row & mask < half;
+            if west == north {
+                ((col - s, row - s), (col + s, row + s))
+            } else {
+                ((col + s, row - s), (col - s, row + s))
+            }
+        };
+        let x = col as f32 * cell;
+        let z = row as f32 * cell;
+        let dx = (self.eye.x - x).abs();
+        let dz = (self.eye.z - z).abs();
+        let dy = (self.height_range.0 - self.eye.y)
+            .max(self.eye.y - self.height_range.1)
+            .max(0.0);
+        let d = dx.max(dz).max(dy);
+        let start = level as f32 * self.level_distance + self.morph_start;
+        let t = ((d - start) * self.inv_range).clamp(0.0, 1.0);
+        let coarse = 0.5 * (height(a.0, a.1) + height(b.0, b.1));
+        own + t * (coarse - own)
+    }
+}
+
 /// What an algorithm selected for one frame, borrowing the algorithm's own buffers.
 #[derive(Clone, Copy, Debug)]
 pub enum Selection<'a> {
@@ -345,6 +426,8 @@ pub enum Selection<'a> {
         patch_side: u32,
         index_buffers: &'a [Vec<u32>],
         instances: &'a [PatchInstance],
+        /// Vertical morphing of every drawn vertex, if the algorithm morphs.
+        morph: Option<PatchMorph>,
     },
 }
 
@@ -414,15 +497,25 @@ impl Selection<'_> {
                 .collect(),
             Selection::Patches { .. } => HashMap::new(),
         };
+        let patch_morph = match *self {
+            Selection::Patches { morph, .. } => morph,
+            Selection::Triangles { .. } => None,
+        };
+        let cell = field.mapping().cell_size;
         let mut mesh = GridMesh::default();
         let mut vertex_of: HashMap<GridPos, u32> = HashMap::new();
         self.for_each_triangle(|corners| {
             let triangle = corners.map(|pos| {
                 *vertex_of.entry(pos).or_insert_with(|| {
-                    let height = morphs
-                        .get(&pos)
-                        .copied()
-                        .unwrap_or_else(|| sample_height(field, pos));
+                    let height = match &patch_morph {
+                        Some(morph) => morph.height(pos.col, pos.row, cell, |c, r| {
+                            sample_height(field, GridPos::new(c, r))
+                        }),
+                        None => morphs
+                            .get(&pos)
+                            .copied()
+                            .unwrap_or_else(|| sample_height(field, pos)),
+                    };
                     mesh.push_vertex(pos, height)
                 })
             });
@@ -522,6 +615,14 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
     },
     AlgorithmEntry {
+        name: "chunked",
+        summary: "blocks of article 001: one level per block from distance (or error), \
+                  shared index buffers instanced, flood-fill visibility",
+        crack_handling: "neighbours differ by at most one level; the finer block draws the \
+                         seam variant that matches its coarser neighbour's edge",
+        build: |field, pyramid, options| Box::new(ChunkedLod::new(field, pyramid, *options)),
+    },
+    AlgorithmEntry {
         name: "adaptive",
         summary: "Ulrich's adaptive quadtree of article 002: squares with enabled edge vertices \
               and sub-squares, updated incrementally across frames, drawn as fans",
@@ -596,6 +697,7 @@ mod tests {
             patch_side: 1,
             index_buffers: &buffers,
             instances: &instances,
+            morph: None,
         };
         assert_eq!(selection.triangle_count(), 4);
         let f = field(5);

@@ -26,9 +26,15 @@ struct Frame {
     // stride and rows of the grid vertex buffer, width and height of the data.
     grid: vec4<u32>,
     // x: flags (1 wireframe, 2 LOD colours, 4 colour texture, 8 frustum shades); y: cells
-    // per patch side;
-    // z: number of morphed vertices.
+    // per patch side; z: number of morphed vertices; w: patch morph's coarsest level + 1
+    // (0: no morph).
     mode: vec4<u32>,
+    // Patch morph (the core's `PatchMorph`): xyz the eye the levels were chosen for,
+    // w the distance per level.
+    patch_morph: vec4<f32>,
+    // x, y: the terrain's height range; z: where a level's morph starts past it;
+    // w: 1 / morph range.
+    patch_morph_range: vec4<f32>,
 }
 
 struct PatchInstance {
@@ -146,9 +152,58 @@ fn patch_vertex(local_index: u32, instance: u32, barycentric: vec3<f32>) -> Terr
     let col = tile.origin_col + tile.step * (local_index % side);
     let row = tile.origin_row + tile.step * (local_index / side);
     let level = log2(f32(max(tile.step, 1u)));
-    var out = terrain_vertex(col, row, sample_height(col, row), barycentric, level);
+    var height = sample_height(col, row);
+    if frame.mode.w > 0u {
+        height = morphed_patch_height(col, row, height);
+    }
+    var out = terrain_vertex(col, row, height, barycentric, level);
     out.frustum = tile.frustum;
     return out;
+}
+
+// The vertical morph of a patch selection's vertex: `PatchMorph::height` in the core, the
+// same f32 operations in the same order (so the exported mesh is what is drawn; a GPU
+// may still fuse a multiply-add, a last-bit difference).
+fn morphed_patch_height(col: u32, row: u32, own: f32) -> f32 {
+    let coarsest = frame.mode.w - 1u;
+    let level = min(countTrailingZeros(col), countTrailingZeros(row));
+    if level >= coarsest {
+        return own;
+    }
+    let s = 1u << level;
+    let odd_col = ((col >> level) & 1u) == 1u;
+    let odd_row = ((row >> level) & 1u) == 1u;
+    var a = vec2<u32>(col - s, row);
+    var b = vec2<u32>(col + s, row);
+    if !odd_col && odd_row {
+        a = vec2<u32>(col, row - s);
+        b = vec2<u32>(col, row + s);
+    } else if odd_col && odd_row {
+        // The cell's diagonal towards the patch centre.
+        let mask = (1u << coarsest) - 1u;
+        let half = 1u << (coarsest - 1u);
+        let west = (col & mask) < half;
+        let north = (row & mask) < half;
+        if west == north {
+            a = vec2<u32>(col - s, row - s);
+            b = vec2<u32>(col + s, row + s);
+        } else {
+            a = vec2<u32>(col + s, row - s);
+            b = vec2<u32>(col - s, row + s);
+        }
+    }
+    let cell = frame.eye.w;
+    let x = f32(col) * cell;
+    let z = f32(row) * cell;
+    let eye = frame.patch_morph.xyz;
+    let dx = abs(eye.x - x);
+    let dz = abs(eye.z - z);
+    let dy = max(max(frame.patch_morph_range.x - eye.y, eye.y - frame.patch_morph_range.y), 0.0);
+    let d = max(max(dx, dz), dy);
+    let start = f32(level) * frame.patch_morph.w + frame.patch_morph_range.z;
+    let t = clamp((d - start) * frame.patch_morph_range.w, 0.0, 1.0);
+    let coarse = 0.5 * (sample_height(a.x, a.y) + sample_height(b.x, b.y));
+    return own + t * (coarse - own);
 }
 
 @vertex

@@ -87,7 +87,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "select_ms": stats.select_time.as_secs_f64() * 1e3,
         "tolerance": view.tolerance(),
         "cull": view.cull(),
-        "view_angle_aware": args.lod.view_angle_aware,
+        "view_angle_aware": args.lod.algorithm.view_angle_aware,
         "state_bytes": algorithm.state_bytes(),
     });
     // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.

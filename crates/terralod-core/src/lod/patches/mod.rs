@@ -682,6 +682,7 @@ impl LodAlgorithm for PatchesLod<'_> {
             patch_side: self.patch_side,
             index_buffers: self.stitched.buffers(),
             instances: &self.instances,
+            morph: None,
         }
     }
 

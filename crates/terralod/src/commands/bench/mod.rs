@@ -8,6 +8,7 @@
 mod path;
 mod plot;
 
+use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
 use crate::terrain_args::{TerrainArgs, parse_size};
 use anyhow::{Context, bail};
@@ -19,7 +20,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 use terralod_core::generate::{GenerateOptions, generate};
-use terralod_core::lod::{self, AlgorithmEntry, LodOptions, PatchStats, View};
+use terralod_core::lod::{self, AlgorithmEntry, PatchStats, View};
 use terralod_core::{Camera, Heightfield, Pyramid};
 use terralod_testkit::{check_mesh, measure_error, measure_popping};
 
@@ -67,6 +68,9 @@ pub struct BenchArgs {
     /// Sizes for --scaling (samples a side).
     #[arg(long, value_delimiter = ',', default_value = "1025,4097,16385")]
     pub scaling_sizes: Vec<u32>,
+    /// Every algorithm's options (each algorithm reads its own).
+    #[command(flatten)]
+    pub algorithm: AlgorithmOptionArgs,
 }
 
 /// Median, 95th percentile and maximum.
@@ -286,7 +290,8 @@ fn fly(
     pyramid_ms: f64,
     poses: &[Pose],
 ) -> anyhow::Result<AlgorithmRun> {
-    let (mut algorithm, build_ms) = timed(|| (entry.build)(field, pyramid, &LodOptions::default()));
+    let options = args.algorithm.options();
+    let (mut algorithm, build_ms) = timed(|| (entry.build)(field, pyramid, &options));
     let bar = progress::bar(poses.len() as u64, format!("{} over the path", entry.name));
     let mut frames = Vec::with_capacity(poses.len());
     let (mut measured_max, mut measured_p99, mut measured_frames) = (None::<f64>, None::<f64>, 0);

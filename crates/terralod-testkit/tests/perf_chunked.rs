@@ -1,0 +1,224 @@
+//! Timings and triangle counts of algorithm C (the figures in `docs/BENCHMARKS.md`).
+//! Ignored by default; run them in release:
+//! `cargo test --release -p terralod-testkit --test perf_chunked -- --ignored --nocapture --test-threads 1`.
+
+use glam::Vec3;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use terralod_core::lod::{ChunkedOptions, LodAlgorithm, LodOptions, REGISTRY, View};
+use terralod_core::{Camera, Heightfield, LoadOptions, Pyramid, Samples, WorldMapping, load};
+use terralod_testkit::measure_error;
+
+const GCANYON: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/data/gcanyon_4097x2049_8bit.png"
+);
+
+fn camera(eye: Vec3, target: Vec3) -> Camera {
+    Camera::new(eye, target, 60f32.to_radians(), (1920, 1080), 1.0, 1.0e6).expect("valid")
+}
+
+/// The three cameras of the Q benchmark (world metres, 60 m cells).
+fn bench_cameras() -> [(&'static str, Camera); 3] {
+    [
+        (
+            "overview",
+            camera(
+                Vec3::new(122_880.0, 40_000.0, 160_000.0),
+                Vec3::new(122_880.0, 0.0, 61_440.0),
+            ),
+        ),
+        (
+            "low-flight",
+            camera(
+                Vec3::new(60_000.0, 2_500.0, 61_440.0),
+                Vec3::new(160_000.0, 1_000.0, 70_000.0),
+            ),
+        ),
+        (
+            "down",
+            camera(
+                Vec3::new(122_880.0, 20_000.0, 61_440.0),
+                Vec3::new(122_880.0, 0.0, 61_440.0),
+            ),
+        ),
+    ]
+}
+
+/// A flight over `[0, extent]²`: a low pass, a climb and an orbit, `frames` poses.
+fn path(extent_x: f32, extent_z: f32, frames: usize) -> Vec<Camera> {
+    (0..frames)
+        .map(|i| {
+            let t = i as f32 / frames as f32;
+            let angle = t * std::f32::consts::TAU;
+            let height = 1_500.0 + 30_000.0 * (0.5 - 0.5 * (2.0 * angle).cos());
+            let eye = Vec3::new(
+                extent_x * (0.5 + 0.35 * angle.cos()),
+                height,
+                extent_z * (0.5 + 0.35 * angle.sin()),
+            );
+            let target = Vec3::new(
+                extent_x * (0.5 + 0.1 * (angle + 1.0).cos()),
+                500.0,
+                extent_z * (0.5 + 0.1 * (angle + 1.0).sin()),
+            );
+            camera(eye, target)
+        })
+        .collect()
+}
+
+/// Median and largest select time over `cameras` (each selected twice, the second timed).
+fn fly(lod: &mut dyn LodAlgorithm, cameras: &[Camera]) -> (Duration, Duration, u64) {
+    let mut times = Vec::new();
+    let mut triangles = 0;
+    for camera in cameras {
+        let view = View::screen(*camera, 1.0).expect("valid");
+        lod.select(&view);
+        let started = Instant::now();
+        lod.select(&view);
+        times.push(started.elapsed());
+        triangles = triangles.max(lod.stats().triangles);
+    }
+    times.sort_unstable();
+    (times[times.len() / 2], times[times.len() - 1], triangles)
+}
+
+fn chunked(options: ChunkedOptions) -> LodOptions {
+    LodOptions {
+        chunked: options,
+        ..LodOptions::default()
+    }
+}
+
+fn grand_canyon() -> Option<Heightfield> {
+    let path = Path::new(GCANYON);
+    if !path.exists() {
+        eprintln!("SKIPPED: {GCANYON} not found");
+        return None;
+    }
+    let field = load(path, &LoadOptions::default())
+        .expect("the shared data loads")
+        .heightfield
+        .with_mapping(WorldMapping {
+            cell_size: 60.0,
+            height_scale: 10.0,
+            height_offset: 0.0,
+        })
+        .expect("valid mapping");
+    Some(field)
+}
+
+#[test]
+#[ignore = "release only: timings on the Grand Canyon set"]
+fn chunked_on_the_grand_canyon() {
+    let Some(field) = grand_canyon() else {
+        return;
+    };
+    let pyramid = Pyramid::build(&field);
+    let entry = |name: &str| {
+        REGISTRY
+            .iter()
+            .find(|e| e.name == name)
+            .expect("registered")
+    };
+    let chunked_entry = entry("chunked");
+    let flight = path(245_760.0, 122_880.0, 200);
+    for block_size in [32, 64, 128] {
+        let options = chunked(ChunkedOptions {
+            block_size,
+            ..ChunkedOptions::DEFAULT
+        });
+        let started = Instant::now();
+        let mut lod = (chunked_entry.build)(&field, &pyramid, &options);
+        let build = started.elapsed();
+        let (median, max, triangles) = fly(lod.as_mut(), &flight);
+        println!(
+            "path, distance rule, {block_size}-segment blocks: build {build:?}, select median {median:?} max {max:?}, up to {triangles} triangles"
+        );
+    }
+    let started = Instant::now();
+    let mut aware = (chunked_entry.build)(
+        &field,
+        &pyramid,
+        &chunked(ChunkedOptions {
+            error_aware: true,
+            ..ChunkedOptions::DEFAULT
+        }),
+    );
+    println!("error-aware build (error bounds) {:?}", started.elapsed());
+    let (median, max, triangles) = fly(aware.as_mut(), &flight);
+    println!(
+        "path, error-aware 1 px: select median {median:?} max {max:?}, up to {triangles} triangles"
+    );
+    let mut distance = (chunked_entry.build)(&field, &pyramid, &LodOptions::default());
+    let mut quadtree = (entry("quadtree").build)(&field, &pyramid, &LodOptions::default());
+    for (name, camera) in bench_cameras() {
+        let measured = |lod: &mut dyn LodAlgorithm, pixels: f32| {
+            let view = View::screen(camera, pixels).expect("valid");
+            let mesh = lod.select(&view).to_mesh(&field);
+            let started = Instant::now();
+            lod.select(&view);
+            let time = started.elapsed();
+            let errors = measure_error(&field, &mesh, Some(&camera)).expect("valid camera");
+            (
+                lod.stats().triangles,
+                errors.projected.expect("camera").max,
+                time,
+            )
+        };
+        let (d_tris, d_px, d_time) = measured(distance.as_mut(), 1.0);
+        println!(
+            "{name}: distance rule q = 2w: {d_tris} triangles, measured {d_px:.2} px, select {d_time:?}"
+        );
+        for pixels in [1.0, d_px as f32] {
+            let (a_tris, a_px, a_time) = measured(aware.as_mut(), pixels);
+            let (q_tris, q_px, q_time) = measured(quadtree.as_mut(), pixels);
+            println!(
+                "{name}: τ {pixels:.2} px: error-aware {a_tris} triangles ({a_px:.2} px, {a_time:?}); quadtree {q_tris} triangles ({q_px:.2} px, {q_time:?})"
+            );
+        }
+    }
+}
+
+/// A smooth synthetic terrain of `side²` samples (16-bit, cheap to make at any size).
+fn synthetic(side: u32, cell_size: f32) -> Heightfield {
+    let samples = (0..side * side)
+        .map(|i| {
+            let (c, r) = (
+                (i % side) as f32 / side as f32,
+                (i / side) as f32 / side as f32,
+            );
+            let v = (c * 37.0).sin() * (r * 23.0).cos() + 0.5 * (c * 91.0 + r * 57.0).sin();
+            (20_000.0 + 12_000.0 * v) as u16
+        })
+        .collect();
+    Heightfield::new(side, side, Samples::U16(samples))
+        .expect("valid")
+        .with_mapping(WorldMapping {
+            cell_size,
+            height_scale: 0.1,
+            height_offset: 0.0,
+        })
+        .expect("valid mapping")
+}
+
+#[test]
+#[ignore = "release only: 16385² samples"]
+fn chunked_scaling() {
+    for (side, cell) in [(4097u32, 60.0f32), (16385, 60.0), (16385, 15.0)] {
+        let field = synthetic(side, cell);
+        let pyramid = Pyramid::build(&field);
+        let extent = (side - 1) as f32 * cell;
+        let entry = REGISTRY
+            .iter()
+            .find(|e| e.name == "chunked")
+            .expect("registered");
+        let mut lod = (entry.build)(&field, &pyramid, &LodOptions::default());
+        // The same world path over the first 245,760 m, whatever the terrain's extent.
+        let flight = path(245_760.0f32.min(extent), 245_760.0f32.min(extent), 200);
+        let (median, max, triangles) = fly(lod.as_mut(), &flight);
+        println!(
+            "{side}² samples, {cell} m cells: select median {median:?} max {max:?}, up to {triangles} triangles"
+        );
+    }
+}

@@ -231,3 +231,108 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     ]);
     assert_eq!(output.status.code(), Some(1));
 }
+
+/// `--algo chunked` exports exactly the selection the library makes (what the GPU draws,
+/// morphed heights included), and its flags refuse bad values.
+#[test]
+fn chunked_export_is_the_selection() {
+    use terralod_core::lod::{ChunkedLod, ChunkedOptions, LodAlgorithm, LodOptions, View};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let obj = dir.path().join("chunked.obj");
+    let obj_arg = obj.display().to_string();
+    let json = mesh_json(&[
+        &file,
+        "--raw-size",
+        "49x37",
+        "--cell-size",
+        "10",
+        "--pixel-error",
+        "2",
+        "--eye",
+        "-50,300,420",
+        "--target",
+        "240,60,180",
+        "--size",
+        "640x360",
+        "--algo",
+        "chunked",
+        "--block-size",
+        "16",
+        "--lod-distance",
+        "1.5",
+        "--morph",
+        "--out",
+        &obj_arg,
+    ]);
+    assert_eq!(json["algorithm"], "chunked");
+    let exported = read_obj(&obj);
+    check_mesh(&exported, None).assert_ok();
+    let camera = Camera::new(
+        Vec3::new(-50.0, 300.0, 420.0),
+        Vec3::new(240.0, 60.0, 180.0),
+        60f32.to_radians(),
+        (640, 360),
+        1.0,
+        1.0e4,
+    )
+    .expect("valid camera");
+    let pyramid = terralod_core::Pyramid::build(&field);
+    let options = LodOptions {
+        chunked: ChunkedOptions {
+            block_size: 16,
+            lod_distance: 1.5,
+            morph: true,
+            ..ChunkedOptions::DEFAULT
+        },
+        ..LodOptions::default()
+    };
+    let mut lod = ChunkedLod::new(&field, &pyramid, options);
+    let expected = lod
+        .select(&View::screen(camera, 2.0).expect("valid view"))
+        .to_mesh(&field);
+    let triangles = |mesh: &GridMesh| {
+        let mut t: Vec<Vec<(GridPos, u32)>> = mesh
+            .triangles
+            .iter()
+            .map(|t| {
+                let mut c: Vec<(GridPos, u32)> = t
+                    .iter()
+                    .map(|&v| {
+                        (
+                            mesh.positions[v as usize],
+                            mesh.heights[v as usize].to_bits(),
+                        )
+                    })
+                    .collect();
+                c.sort_unstable_by_key(|(p, _)| (p.row, p.col));
+                c
+            })
+            .collect();
+        t.sort_unstable_by_key(|c| c.iter().map(|(p, _)| (p.row, p.col)).collect::<Vec<_>>());
+        t
+    };
+    assert_eq!(triangles(&exported), triangles(&expected));
+    for bad in [["--block-size", "48"], ["--lod-distance", "0.5"]] {
+        let output = terralod(&[
+            "mesh",
+            &file,
+            "--raw-size",
+            "49x37",
+            "--max-error",
+            "1",
+            "--algo",
+            "chunked",
+            bad[0],
+            bad[1],
+            "--out",
+            &obj_arg,
+        ]);
+        let message = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(!output.status.success(), "{bad:?} accepted");
+        assert!(
+            message.contains("power of two") || message.contains("at least 1"),
+            "{bad:?}: {message}"
+        );
+    }
+}

@@ -302,7 +302,7 @@ impl<'a> BintreeLod<'a> {
             low = low.min(truth);
             high = high.max(truth);
         }
-        finish_range(&mut range, error, low, high, heights);
+        finish_range(&mut range, error, low, high);
         range
     }
 
@@ -456,7 +456,7 @@ fn measure_triangle<T: Copy + Into<f64>>(
             }
         }
     }
-    finish_range(&mut range, error, low, high, heights);
+    finish_range(&mut range, error, low, high);
     range
 }
 
@@ -527,21 +527,17 @@ fn vertex_range(heights: [f64; 3]) -> Diamond {
     range
 }
 
-/// Adds the covered samples' range and the error to `range`. A non-zero error gets a margin
-/// for the f64 rounding of the interpolation (far below any f32 step of the heights), so
-/// the stored bound holds however the oracle orders its arithmetic; an exact plane keeps 0.
-fn finish_range(range: &mut Diamond, error: f64, low: f64, high: f64, heights: [f64; 3]) {
+/// Adds the covered samples' range and the error to `range`. The error is the one the
+/// oracle measures to the last bit where sums of weighted heights are exact (integer
+/// heights): an exact plane keeps 0 and a 5 m terrace step stays 5 m. Elsewhere the two
+/// may differ by the f64 rounding of a sum, far below the f32 rounding of drawn vertex
+/// heights that every bound here already lives with.
+fn finish_range(range: &mut Diamond, error: f64, low: f64, high: f64) {
     if low <= high {
         range.low = range.low.min(round_down(low));
         range.high = range.high.max(round_up(high));
     }
-    let largest = heights
-        .iter()
-        .chain([&low, &high])
-        .filter(|h| h.is_finite())
-        .fold(0.0f64, |m, h| m.max(h.abs()));
-    let margin = if error > 0.0 { largest * 1e-12 } else { 0.0 };
-    range.error = round_up(error + margin);
+    range.error = round_up(error);
 }
 
 /// Diamonds measured in parallel per batch.

@@ -6,7 +6,7 @@
 //! with or without stitched edges (a crack-free mixed-level mesh and its broken twin).
 
 use crate::mesh_check::GridRect;
-use terralod_core::{GridMesh, GridPos, Heightfield, HeightfieldError};
+use terralod_core::{GridMesh, GridPos, Heightfield, HeightfieldError, WorldMapping};
 
 fn from_fn(
     width: u32,
@@ -320,4 +320,17 @@ pub fn t_junction_mesh() -> GridMesh {
             [4, 7, 6],
         ],
     }
+}
+
+/// The same samples with world heights equal to the raw values (sign kept, no offset), so
+/// f32 mesh heights are exact and any error an oracle finds is the algorithm's.
+pub fn exact_heights(field: Heightfield) -> Heightfield {
+    let mapping = field.mapping();
+    field
+        .with_mapping(WorldMapping {
+            cell_size: mapping.cell_size,
+            height_scale: mapping.height_scale.signum(),
+            height_offset: 0.0,
+        })
+        .expect("a valid mapping stays valid")
 }

@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions, MorphedHeight, Selection, View,
 };
-use terralod_core::{Camera, GridPos, Heightfield, Pyramid, WorldMapping};
+use terralod_core::{Camera, GridPos, Heightfield, Pyramid};
+use terralod_testkit::fixtures::exact_heights;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
 use terralod_testkit::{check_mesh, measure_error};
 
@@ -21,18 +22,6 @@ fn config() -> ProptestConfig {
         cases,
         ..ProptestConfig::default()
     }
-}
-
-/// World heights equal to the raw values, so drawn heights are exact up to the morphs.
-fn exact_heights(field: Heightfield) -> Heightfield {
-    let mapping = field.mapping();
-    field
-        .with_mapping(WorldMapping {
-            cell_size: mapping.cell_size,
-            height_scale: mapping.height_scale.signum(),
-            height_offset: 0.0,
-        })
-        .expect("a valid mapping stays valid")
 }
 
 /// A terrain, a walk of cameras over it (with and without culling), and a tolerance.

@@ -5,7 +5,8 @@
 
 use proptest::prelude::*;
 use terralod_core::lod::{ChunkedLod, ChunkedOptions, LodAlgorithm, LodOptions, View};
-use terralod_core::{Containment, Heightfield, Pyramid, WorldMapping};
+use terralod_core::{Containment, Pyramid};
+use terralod_testkit::fixtures::exact_heights;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance, arb_scene};
 use terralod_testkit::{GridRect, check_mesh, measure_error};
 
@@ -55,18 +56,6 @@ fn assert_neighbours_within_one(lod: &ChunkedLod<'_>) -> Result<(), TestCaseErro
         }
     }
     Ok(())
-}
-
-/// World heights equal to the raw values, so any error the oracle finds is the algorithm's.
-fn exact_heights(field: Heightfield) -> Heightfield {
-    let mapping = field.mapping();
-    field
-        .with_mapping(WorldMapping {
-            cell_size: mapping.cell_size,
-            height_scale: mapping.height_scale.signum(),
-            height_offset: 0.0,
-        })
-        .expect("a valid mapping stays valid")
 }
 
 proptest! {

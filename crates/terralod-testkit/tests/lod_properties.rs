@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use terralod_core::lod::{AlgorithmEntry, LodOptions, REGISTRY, Selection, View};
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, Pyramid, Samples, WorldMapping};
-use terralod_testkit::fixtures::{spike, tilted_plane};
+use terralod_testkit::fixtures::{exact_heights, spike, tilted_plane};
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
 use terralod_testkit::{GridRect, check_mesh, measure_error};
 
@@ -27,19 +27,6 @@ fn option_sets() -> [LodOptions; 2] {
         LodOptions::default(),
         LodOptions::default().with_view_angle_aware(true),
     ]
-}
-
-/// The same samples with world heights equal to the raw values (sign kept), so f32 mesh
-/// heights are exact and any error the oracle finds is the algorithm's.
-fn exact_heights(field: Heightfield) -> Heightfield {
-    let mapping = field.mapping();
-    field
-        .with_mapping(WorldMapping {
-            cell_size: mapping.cell_size,
-            height_scale: mapping.height_scale.signum(),
-            height_offset: 0.0,
-        })
-        .expect("a valid mapping stays valid")
 }
 
 /// Selects once with a fresh instance of `entry` and returns the mesh and whether the

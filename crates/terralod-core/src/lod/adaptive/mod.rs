@@ -9,7 +9,7 @@
 //! border it also owns those, as nobody else can). An enabled square needs its parent and
 //! the two parent edge vertices that are its corners; an enabled edge vertex needs both
 //! squares that share it. Enabling propagates along these dependencies
-//! ([`AdaptiveLod::enable_square`]), so a vertex on a shared edge is drawn by both sides
+//! (`AdaptiveLod::enable_square`), so a vertex on a shared edge is drawn by both sides
 //! or by neither, and every edge between drawn regions carries the same vertices on both
 //! sides: no crack, no T-junction. Render() emits, for every enabled square, the fan
 //! triangles of its quadrants that are not enabled sub-squares, skipping disabled edge

@@ -41,7 +41,7 @@
 //! carry no error: nothing is measured there.
 
 use super::{
-    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
+    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Pass, Selection, SelectionStats, View,
     round_up,
 };
 use crate::camera::{Aabb, Frustum};
@@ -107,6 +107,15 @@ impl Triangle {
         ]
     }
 
+    /// The smallest and largest corner coordinates: the triangle's grid bounding box.
+    fn bounds(&self) -> (Point, Point) {
+        let [a, b, c] = [self.a, self.b, self.c];
+        (
+            (a.0.min(b.0).min(c.0), a.1.min(b.1).min(c.1)),
+            (a.0.max(b.0).max(c.0), a.1.max(b.1).max(c.1)),
+        )
+    }
+
     /// Half the hypotenuse's axis extent: `s` of the module docs.
     fn half_extent(&self) -> i32 {
         (self.b.0 - self.a.0).abs().max((self.b.1 - self.a.1).abs()) / 2
@@ -131,12 +140,6 @@ pub struct BintreeLod<'a> {
     vertices: GridVertices,
     indices: Vec<u32>,
     stats: SelectionStats,
-}
-
-struct Pass<'v> {
-    view: &'v View,
-    frustum: Option<&'v Frustum>,
-    view_angle_aware: bool,
 }
 
 impl<'a> BintreeLod<'a> {
@@ -308,16 +311,14 @@ impl<'a> BintreeLod<'a> {
 
     /// Whether a triangle covers no data sample (it lies in the padding).
     fn beyond_data(&self, t: &Triangle) -> bool {
-        let col = t.a.0.min(t.b.0).min(t.c.0);
-        let row = t.a.1.min(t.b.1).min(t.c.1);
+        let ((col, row), _) = t.bounds();
         col >= self.field.width() as i32 || row >= self.field.height() as i32
     }
 
     fn emit(&mut self, t: &Triangle) {
         let index = |p: Point| p.1 as u32 * self.side + p.0 as u32;
         // Counter-clockwise seen from above (+y): negative in (col, row) with rows down.
-        let turn = i64::from(t.b.0 - t.a.0) * i64::from(t.c.1 - t.a.1)
-            - i64::from(t.b.1 - t.a.1) * i64::from(t.c.0 - t.a.0);
+        let turn = edge_function(t.a, t.b, t.c);
         let (a, b, c) = (index(t.a), index(t.b), index(t.c));
         if turn < 0 {
             self.indices.extend_from_slice(&[a, b, c]);
@@ -350,8 +351,7 @@ impl<'a> BintreeLod<'a> {
                     )
                 }
             };
-            let lo = (t.a.0.min(t.b.0).min(t.c.0), t.a.1.min(t.b.1).min(t.c.1));
-            let hi = (t.a.0.max(t.b.0).max(t.c.0), t.a.1.max(t.b.1).max(t.c.1));
+            let (lo, hi) = t.bounds();
             match frustum.classify_planes(&self.world_box(lo, hi, low, high), planes) {
                 None => return,
                 Some(crossing) => planes = crossing,
@@ -385,11 +385,8 @@ fn measure_triangle<T: Copy + Into<f64>>(
     let mut range = vertex_range(heights);
     // Edge function of p→q at x: positive on one side, 0 on the line; inside the triangle
     // all three have the sign of the doubled area.
-    let edge = |p: Point, q: Point, x: Point| -> i64 {
-        i64::from(q.0 - p.0) * i64::from(x.1 - p.1) - i64::from(q.1 - p.1) * i64::from(x.0 - p.0)
-    };
     let edges = [(t.b, t.c), (t.c, t.a), (t.a, t.b)];
-    let area = edge(t.a, t.b, t.c);
+    let area = edge_function(t.a, t.b, t.c);
     let sign = area.signum();
     let signed_area = area * sign;
     let mapping = field.mapping();
@@ -398,21 +395,8 @@ fn measure_triangle<T: Copy + Into<f64>>(
         f64::from(mapping.height_offset),
     );
     let (width, height) = (field.width() as i32, field.height() as i32);
-    let corners = [t.a, t.b, t.c];
-    let col_lo = corners.iter().map(|p| p.0).min().unwrap_or(0);
-    let col_hi = corners
-        .iter()
-        .map(|p| p.0)
-        .max()
-        .unwrap_or(0)
-        .min(width - 1);
-    let row_lo = corners.iter().map(|p| p.1).min().unwrap_or(0);
-    let row_hi = corners
-        .iter()
-        .map(|p| p.1)
-        .max()
-        .unwrap_or(0)
-        .min(height - 1);
+    let ((col_lo, row_lo), (col_hi, row_hi)) = t.bounds();
+    let (col_hi, row_hi) = (col_hi.min(width - 1), row_hi.min(height - 1));
     let mut error = 0.0f64;
     let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
     for row in row_lo..=row_hi {
@@ -422,7 +406,7 @@ fn measure_triangle<T: Copy + Into<f64>>(
         let mut w = [0i64; 3];
         let mut steps = [0i64; 3];
         for (k, &(p, q)) in edges.iter().enumerate() {
-            let at_lo = edge(p, q, (col_lo, row)) * sign;
+            let at_lo = edge_function(p, q, (col_lo, row)) * sign;
             let step = i64::from(q.1 - p.1) * sign;
             (w[k], steps[k]) = (at_lo, step);
             match step.cmp(&0) {
@@ -479,19 +463,20 @@ impl SampleShape {
             (t.b.0 - t.a.0, t.b.1 - t.a.1),
             (t.c.0 - t.a.0, t.c.1 - t.a.1),
         );
-        let edge = |p: Point, q: Point, x: Point| -> i64 {
-            i64::from(q.0 - p.0) * i64::from(x.1 - p.1)
-                - i64::from(q.1 - p.1) * i64::from(x.0 - p.0)
-        };
         let a = (0, 0);
-        let area = edge(a, b, c);
+        let area = edge_function(a, b, c);
         let sign = area.signum();
         let mut samples = Vec::new();
         let r = t.half_extent() * 2;
         for dz in -r..=r {
             for dx in -r..=r {
                 let x = (dx, dz);
-                let w = [edge(b, c, x), edge(c, a, x), edge(a, b, x)].map(|e| e * sign);
+                let w = [
+                    edge_function(b, c, x),
+                    edge_function(c, a, x),
+                    edge_function(a, b, x),
+                ]
+                .map(|e| e * sign);
                 if w.iter().all(|&w| w >= 0) {
                     samples.push((dx, dz, w));
                 }
@@ -508,6 +493,14 @@ impl SampleShape {
     fn fits(&self, t: &Triangle) -> bool {
         (t.b.0 - t.a.0, t.b.1 - t.a.1) == self.b && (t.c.0 - t.a.0, t.c.1 - t.a.1) == self.c
     }
+}
+
+/// The edge function of `p → q` at `x` (twice the signed area of `p, q, x`): 0 on the
+/// line, one sign on each side; inside a triangle all three edges' have the sign of its
+/// doubled area.
+#[inline]
+fn edge_function(p: Point, q: Point, x: Point) -> i64 {
+    i64::from(q.0 - p.0) * i64::from(x.1 - p.1) - i64::from(q.1 - p.1) * i64::from(x.0 - p.0)
 }
 
 /// The plane's height at a point with (non-negative, integer) barycentric weights `w` over

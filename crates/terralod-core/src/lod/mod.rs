@@ -581,6 +581,14 @@ pub(crate) fn round_up(value: f64) -> f32 {
     }
 }
 
+/// What a hierarchical selection pass reads at every node: the view, its frustum (when it
+/// culls) and whether the view-angle-aware bound is on.
+pub(crate) struct Pass<'v> {
+    pub view: &'v View,
+    pub frustum: Option<&'v Frustum>,
+    pub view_angle_aware: bool,
+}
+
 /// Builds an algorithm for a terrain.
 pub type BuildFn =
     for<'a> fn(&'a Heightfield, &'a Pyramid, &LodOptions) -> Box<dyn LodAlgorithm + 'a>;

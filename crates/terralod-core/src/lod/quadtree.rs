@@ -75,7 +75,7 @@
 //! ([`GridVertices`]) is that rectangle.
 
 use super::{
-    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
+    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Pass, Selection, SelectionStats, View,
     round_up,
 };
 use crate::camera::{Aabb, Containment, Frustum};
@@ -133,12 +133,6 @@ struct DrawnNode {
 }
 
 /// The per-frame inputs of the selection pass.
-struct Pass<'v> {
-    view: &'v View,
-    frustum: Option<&'v Frustum>,
-    view_angle_aware: bool,
-}
-
 /// Algorithm Q. Borrows the pyramid; owns its states and buffers.
 #[derive(Debug)]
 pub struct QuadtreeLod<'a> {

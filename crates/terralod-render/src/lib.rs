@@ -5,7 +5,8 @@
 //! - [`GpuContext`]: instance, adapter, device and queue.
 //! - [`TerrainRenderer`]: static data (heights, full-resolution normals, an optional
 //!   colour texture) uploaded once; per frame only the selection's indices or instances.
-//!   Lighting, a height and slope colour ramp, fog and sky, reversed-Z depth.
+//!   Lighting, a height and slope colour ramp, fog and sky, reversed-Z depth. Algorithm
+//!   P's pool slots live in one GPU buffer, a slot uploaded only when it was refilled.
 //! - [`DebugLines`]: node boxes and the frozen LOD camera's frustum.
 //! - [`OffscreenTarget`]: render to a texture and read it back as an image.
 
@@ -13,12 +14,14 @@ mod buffers;
 pub mod context;
 pub mod lines;
 mod normals;
+mod slots;
 pub mod target;
 pub mod terrain;
 pub mod timing;
 
 pub use context::{AdapterSummary, GpuContext};
 pub use lines::{DebugLines, LineVertex};
+pub use slots::SLOT_VERTEX_BYTES;
 pub use target::{COLOUR_FORMAT, OffscreenTarget};
 pub use terrain::{DEPTH_FORMAT, FrameSettings, SHADER_SOURCE, TerrainRenderer, UploadStats};
 pub use timing::{FrameTiming, GpuTimer, timed_frame};

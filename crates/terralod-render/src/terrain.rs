@@ -4,6 +4,7 @@
 use crate::buffers::GrowingBuffer;
 use crate::context::GpuContext;
 use crate::lines::{DebugLines, LineVertex};
+use crate::slots::GpuSlots;
 use crate::{RenderError, normals};
 use bytemuck::Zeroable as _;
 use glam::{Mat4, Vec3};
@@ -30,6 +31,11 @@ pub struct FrameSettings {
     /// light grey inside, orange across its boundary, dark grey outside (drawn only when
     /// not culled).
     pub color_by_frustum: bool,
+    /// With a pool selection (algorithm P), shade with each slot's per-vertex normals and
+    /// colours, the article's per-patch data (the default); `false`: with the shared
+    /// full-resolution normal texture and colour ramp, as every other selection (the
+    /// geometry still comes from the slots).
+    pub shade_from_pool: bool,
     /// Fog density per world unit; `None` for the terrain's default, `Some(0.0)` for none.
     pub fog_density: Option<f32>,
     /// Unit direction towards the sun.
@@ -46,6 +52,7 @@ impl FrameSettings {
             wireframe: false,
             color_by_lod: false,
             color_by_frustum: false,
+            shade_from_pool: true,
             fog_density: None,
             sun_direction: horizontal + Vec3::Y * elevation.sin(),
         }
@@ -67,12 +74,18 @@ struct FrameUniforms {
     mode: [u32; 4],
     patch_morph: [f32; 4],
     patch_morph_range: [f32; 4],
+    /// x: vertices of all pool slots; y: vertices per slot.
+    slots: [u32; 4],
 }
 
 const WIREFRAME: u32 = 1;
 const LOD_COLOURS: u32 = 2;
 const COLOUR_TEXTURE: u32 = 4;
 const FRUSTUM_SHADES: u32 = 8;
+/// Patch vertices come from the pool's slots.
+const POOL_SLOTS: u32 = 16;
+/// Normals and albedo come from the pool's slots.
+const POOL_SHADING: u32 = 32;
 
 /// A patch instance as the shader reads it.
 #[repr(C)]
@@ -83,7 +96,13 @@ struct GpuPatch {
     step: u32,
     /// Where the patch lies relative to the LOD's frustum: 0 inside, 1 crossing, 2 outside.
     frustum: u32,
+    /// Its pool slot (unused without a pool).
+    slot: u32,
 }
+
+/// Buffers a new renderer holds: uniforms, indices, instances, morphs, lines and the pool
+/// slots' placeholder.
+const BUFFERS_AT_START: u64 = 6;
 
 /// What the last [`TerrainRenderer::prepare`] set up to draw.
 #[derive(Clone, Debug, Default)]
@@ -104,6 +123,11 @@ pub struct UploadStats {
     pub bytes_last_frame: u64,
     /// GPU buffers created since the renderer was built (growing a buffer creates one).
     pub buffers_created: u64,
+    /// Pool slots uploaded by the last `prepare` (those the pool filled since their last
+    /// upload), and their bytes (included in `bytes_last_frame`): slots ×
+    /// vertices per slot × [`SLOT_VERTEX_BYTES`](crate::SLOT_VERTEX_BYTES).
+    pub slots_last_frame: u32,
+    pub slot_bytes_last_frame: u64,
 }
 
 /// The pipelines, one per vertex path.
@@ -133,6 +157,10 @@ pub struct TerrainRenderer {
     indices: GrowingBuffer,
     instances: GrowingBuffer,
     morphs: GrowingBuffer,
+    /// Algorithm P's pool slots, when a pool selection was drawn.
+    slots: GpuSlots,
+    /// The last `prepare` draws patches from the pool's slots.
+    from_slots: bool,
     lines: GrowingBuffer,
     line_vertices: u32,
     /// The patch index buffers now in `indices` (to upload them only when they change).
@@ -234,6 +262,7 @@ impl TerrainRenderer {
         let indices = GrowingBuffer::new(device, "indices", storage | wgpu::BufferUsages::INDEX);
         let instances = GrowingBuffer::new(device, "patch instances", storage);
         let morphs = GrowingBuffer::new(device, "morphs", storage);
+        let slots = GpuSlots::new(device);
         let lines = GrowingBuffer::new(
             device,
             "debug lines",
@@ -252,11 +281,12 @@ impl TerrainRenderer {
                 indices.buffer(),
                 instances.buffer(),
                 morphs.buffer(),
+                slots.buffer(),
             ],
             [&heights, &normals, &colour],
             &sampler,
         );
-        let created = 5;
+        let created = BUFFERS_AT_START;
         Ok(TerrainRenderer {
             pipelines,
             layout,
@@ -270,6 +300,8 @@ impl TerrainRenderer {
             indices,
             instances,
             morphs,
+            slots,
+            from_slots: false,
             lines,
             line_vertices: 0,
             uploaded_patch_indices: Vec::new(),
@@ -286,8 +318,8 @@ impl TerrainRenderer {
             world_range: (lo, hi),
             world_diagonal: Vec3::new(w, hi - lo, d).length(),
             stats: UploadStats {
-                bytes_last_frame: 0,
                 buffers_created: created,
+                ..UploadStats::default()
             },
         })
     }
@@ -306,6 +338,8 @@ impl TerrainRenderer {
         let mut bytes = 0u64;
         let mut rebind = false;
         let mut patch_morph = None;
+        let mut slot_upload = crate::slots::SlotUpload::default();
+        self.from_slots = false;
         let (grid, patch_side, morph_count) = match *selection {
             Selection::Triangles {
                 vertices,
@@ -348,8 +382,17 @@ impl TerrainRenderer {
                 index_buffers,
                 instances,
                 morph,
+                pool,
             } => {
                 patch_morph = morph;
+                if let Some(pool) = pool
+                    && let Some(upload) = self.slots.sync(device, queue, pool)
+                {
+                    slot_upload = upload;
+                    bytes += upload.bytes;
+                    rebind |= upload.rebind;
+                    self.from_slots = true;
+                }
                 let (uploaded, rebound) = self.upload_patch_indices(ctx, index_buffers);
                 bytes += uploaded;
                 rebind |= rebound;
@@ -360,7 +403,7 @@ impl TerrainRenderer {
                         queue,
                         bytemuck::cast_slice(&self.scratch_patches),
                     );
-                    bytes += (self.scratch_patches.len() * 16) as u64;
+                    bytes += std::mem::size_of_val(self.scratch_patches.as_slice()) as u64;
                 }
                 self.draw = DrawList::Patches;
                 ((vertices.stride, vertices.rows), patch_side, 0)
@@ -382,6 +425,7 @@ impl TerrainRenderer {
                     self.indices.buffer(),
                     self.instances.buffer(),
                     self.morphs.buffer(),
+                    self.slots.buffer(),
                 ],
                 [&self.heights, &self.normals, &self.colour],
                 &self.sampler,
@@ -399,11 +443,14 @@ impl TerrainRenderer {
         bytes += std::mem::size_of::<FrameUniforms>() as u64;
         self.stats = UploadStats {
             bytes_last_frame: bytes,
-            buffers_created: 5
+            buffers_created: BUFFERS_AT_START
                 + self.indices.created()
                 + self.instances.created()
                 + self.morphs.created()
-                + self.lines.created(),
+                + self.lines.created()
+                + self.slots.created(),
+            slots_last_frame: slot_upload.slots,
+            slot_bytes_last_frame: slot_upload.bytes,
         };
     }
 
@@ -484,6 +531,7 @@ impl TerrainRenderer {
                         Containment::Intersecting => 1,
                         Containment::Outside => 2,
                     },
+                    slot: p.slot,
                 };
                 counts[b] += 1;
             }
@@ -517,6 +565,12 @@ impl TerrainRenderer {
         if self.has_colour_texture {
             flags |= COLOUR_TEXTURE;
         }
+        if self.from_slots {
+            flags |= POOL_SLOTS;
+            if settings.shade_from_pool {
+                flags |= POOL_SHADING;
+            }
+        }
         FrameUniforms {
             clip_from_local: clip_from_local.to_cols_array_2d(),
             local_from_clip: clip_from_local.inverse().to_cols_array_2d(),
@@ -546,6 +600,12 @@ impl TerrainRenderer {
                     m.inv_range,
                 ]
             }),
+            slots: [
+                self.slots.total_vertices(),
+                self.slots.vertices_per_slot(),
+                0,
+                0,
+            ],
         }
     }
 
@@ -744,6 +804,7 @@ fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
             storage(5),
             storage(6),
             storage(7),
+            storage(8),
         ],
     })
 }
@@ -751,7 +812,7 @@ fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
 fn create_bind_group(
     device: &wgpu::Device,
     layout: &wgpu::BindGroupLayout,
-    [uniforms, indices, instances, morphs]: [&wgpu::Buffer; 4],
+    [uniforms, indices, instances, morphs, slots]: [&wgpu::Buffer; 5],
     [heights, normals, colour]: [&wgpu::TextureView; 3],
     sampler: &wgpu::Sampler,
 ) -> wgpu::BindGroup {
@@ -790,6 +851,10 @@ fn create_bind_group(
             wgpu::BindGroupEntry {
                 binding: 7,
                 resource: morphs.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 8,
+                resource: slots.as_entire_binding(),
             },
         ],
     })

@@ -52,6 +52,7 @@ fn instances(patch: &StitchedPatch, levels: &[u32], blocks: usize) -> Vec<PatchI
                 step: 1,
                 index_buffer,
                 frustum: Containment::Inside,
+                slot: PatchInstance::NO_SLOT,
             };
             out.push(instance(patch.interior(level)));
             for side in Side::ALL {
@@ -97,6 +98,7 @@ proptest! {
             index_buffers: patch.buffers(),
             instances: &instances,
             morph: None,
+            pool: None,
         };
         let report = check_mesh(&selection.to_mesh(&field), Some(GridRect::square(side)));
         prop_assert!(report.is_watertight(), "levels {:?}: {:?}", levels, report.defects());

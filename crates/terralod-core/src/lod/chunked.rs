@@ -172,6 +172,7 @@ fn patch_instance(origin: GridPos, index_buffer: u32, frustum: Containment) -> P
         step: 1,
         index_buffer,
         frustum,
+        slot: PatchInstance::NO_SLOT,
     }
 }
 
@@ -625,6 +626,7 @@ impl LodAlgorithm for ChunkedLod<'_> {
             index_buffers: self.patch.buffers(),
             instances: &self.instances,
             morph,
+            pool: None,
         }
     }
 
@@ -994,6 +996,7 @@ mod tests {
                     index_buffers: patch.buffers(),
                     instances: &instances,
                     morph,
+                    pool: None,
                 }
                 .to_mesh(&field)
             };

@@ -43,7 +43,7 @@ use std::time::Duration;
 pub use adaptive::{AdaptiveLod, AdaptiveOptions};
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};
-pub use patches::{PatchOptions, PatchStats, PatchesLod};
+pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 
@@ -330,6 +330,14 @@ pub struct PatchInstance {
     /// Where the patch lies relative to the view frustum (P6's debug shading;
     /// [`Containment::Inside`] when there is no frustum).
     pub frustum: Containment,
+    /// The slot of [`Selection::Patches`]'s `pool` holding this patch's vertices, normals
+    /// and colours, or [`PatchInstance::NO_SLOT`] when the selection has no pool.
+    pub slot: u32,
+}
+
+impl PatchInstance {
+    /// The slot of an instance drawn from the grid (no pool).
+    pub const NO_SLOT: u32 = u32::MAX;
 }
 
 /// Vertical morphing of a patch selection (algorithm C's `morph` option): every grid vertex
@@ -428,6 +436,10 @@ pub enum Selection<'a> {
         instances: &'a [PatchInstance],
         /// Vertical morphing of every drawn vertex, if the algorithm morphs.
         morph: Option<PatchMorph>,
+        /// Algorithm P's pool: each instance's vertices, normals and colours are in its
+        /// slot (the same vertices as the grid's, filled when the slot was assigned).
+        /// `None`: instances are drawn from the grid.
+        pool: Option<&'a PatchPool>,
     },
 }
 
@@ -692,12 +704,14 @@ mod tests {
                 step: 1,
                 index_buffer: 0,
                 frustum: Containment::Inside,
+                slot: PatchInstance::NO_SLOT,
             },
             PatchInstance {
                 origin: GridPos::new(2, 0),
                 step: 2,
                 index_buffer: 0,
                 frustum: Containment::Inside,
+                slot: PatchInstance::NO_SLOT,
             },
         ];
         let selection = Selection::Patches {
@@ -706,6 +720,7 @@ mod tests {
             index_buffers: &buffers,
             instances: &instances,
             morph: None,
+            pool: None,
         };
         assert_eq!(selection.triangle_count(), 4);
         let f = field(5);

@@ -135,6 +135,13 @@ impl StitchedPatch {
                 max: MAX_LOG2_SIDE,
             });
         }
+        Ok(StitchedPatch::clamped(log2_side))
+    }
+
+    /// [`StitchedPatch::new`] for a side clamped to the supported range (at most
+    /// `2^`[`MAX_LOG2_SIDE`]): for callers that already bound the side, so no error.
+    pub fn clamped(log2_side: u32) -> StitchedPatch {
+        let log2_side = log2_side.min(MAX_LOG2_SIDE);
         let mut patch = StitchedPatch {
             log2_side,
             buffers: Vec::with_capacity((log2_side * SLOTS_PER_LEVEL + 1) as usize),
@@ -151,7 +158,7 @@ impl StitchedPatch {
         }
         let single_cell = patch.build_single_cell();
         patch.buffers.push(single_cell);
-        Ok(patch)
+        patch
     }
 
     /// Segments a side (`n`).
@@ -507,6 +514,7 @@ mod tests {
                 max: MAX_LOG2_SIDE
             })
         );
+        assert_eq!(StitchedPatch::clamped(3), StitchedPatch::new(3).unwrap());
         assert_eq!(
             SeamNeighbour::for_levels(2, Some(3)),
             SeamNeighbour::Coarser

@@ -10,6 +10,10 @@
 // the fast path) and *pulled* (a non-indexed draw that reads the index from a storage
 // buffer, so every corner knows its barycentric coordinate and its triangle: the wireframe
 // and the LOD colours need that and work on every backend without polygon-mode features).
+//
+// Algorithm P's patches are drawn from its pool's slots instead (flag 16): a patch vertex is
+// vertex `slot * vertices per slot + local index` of the slot buffer, with the pool's
+// position, normal and colour (flag 32: shaded with them).
 
 struct Frame {
     clip_from_local: mat4x4<f32>,
@@ -35,6 +39,8 @@ struct Frame {
     // x, y: the terrain's height range; z: where a level's morph starts past it;
     // w: 1 / morph range.
     patch_morph_range: vec4<f32>,
+    // x: vertices of all pool slots (n); y: vertices per slot.
+    slots: vec4<u32>,
 }
 
 struct PatchInstance {
@@ -43,12 +49,16 @@ struct PatchInstance {
     step: u32,
     // Relative to the LOD's frustum: 0 inside, 1 crossing its boundary, 2 outside.
     frustum: u32,
+    // Its pool slot (with POOL_SLOTS).
+    slot: u32,
 }
 
 const WIREFRAME: u32 = 1u;
 const LOD_COLOURS: u32 = 2u;
 const COLOUR_TEXTURE: u32 = 4u;
 const FRUSTUM_SHADES: u32 = 8u;
+const POOL_SLOTS: u32 = 16u;
+const POOL_SHADING: u32 = 32u;
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var heights: texture_2d<f32>;
@@ -60,6 +70,8 @@ const FRUSTUM_SHADES: u32 = 8u;
 @group(0) @binding(6) var<storage, read> instances: array<PatchInstance>;
 // Morphed vertices sorted by grid index: (vertex, bits of the drawn height).
 @group(0) @binding(7) var<storage, read> morphs: array<vec2<u32>>;
+// The pool's slots, as words: n × 3 f32 positions, n packed normals, n RGBA8 colours.
+@group(0) @binding(8) var<storage, read> slot_data: array<u32>;
 
 struct TerrainOut {
     @builtin(position) clip: vec4<f32>,
@@ -69,6 +81,9 @@ struct TerrainOut {
     @location(2) @interpolate(flat) level: f32,
     // A patch's place relative to the LOD's frustum (0 inside, 1 crossing, 2 outside).
     @location(3) @interpolate(flat) frustum: u32,
+    // With POOL_SHADING: the pool's normal and colour.
+    @location(4) normal: vec3<f32>,
+    @location(5) albedo: vec3<f32>,
 }
 
 fn sample_height(col: u32, row: u32) -> f32 {
@@ -99,7 +114,10 @@ fn drawn_height(index: u32, col: u32, row: u32) -> f32 {
 
 fn terrain_vertex(col: u32, row: u32, height: f32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
     let cell = frame.eye.w;
-    let world = vec3<f32>(f32(col) * cell, height, f32(row) * cell);
+    return world_vertex(vec3<f32>(f32(col) * cell, height, f32(row) * cell), barycentric, level);
+}
+
+fn world_vertex(world: vec3<f32>, barycentric: vec3<f32>, level: f32) -> TerrainOut {
     let local = world - frame.eye.xyz;
     var out: TerrainOut;
     out.clip = frame.clip_from_local * vec4<f32>(local, 1.0);
@@ -107,6 +125,21 @@ fn terrain_vertex(col: u32, row: u32, height: f32, barycentric: vec3<f32>, level
     out.barycentric = barycentric;
     out.level = level;
     out.frustum = 0u;
+    out.normal = vec3<f32>(0.0, 1.0, 0.0);
+    out.albedo = vec3<f32>(0.0);
+    return out;
+}
+
+// Vertex `v` of the pool's slot buffer.
+fn slot_vertex(v: u32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
+    let world = vec3<f32>(
+        bitcast<f32>(slot_data[3u * v]),
+        bitcast<f32>(slot_data[3u * v + 1u]),
+        bitcast<f32>(slot_data[3u * v + 2u]),
+    );
+    var out = world_vertex(world, barycentric, level);
+    out.normal = unpack4x8snorm(slot_data[3u * frame.slots.x + v]).xyz;
+    out.albedo = unpack4x8unorm(slot_data[4u * frame.slots.x + v]).rgb;
     return out;
 }
 
@@ -148,6 +181,12 @@ fn vs_triangles_pulled(@builtin(vertex_index) vertex: u32) -> TerrainOut {
 
 fn patch_vertex(local_index: u32, instance: u32, barycentric: vec3<f32>) -> TerrainOut {
     let tile = instances[instance];
+    if (frame.mode.x & POOL_SLOTS) != 0u {
+        let level = log2(f32(max(tile.step, 1u)));
+        var out = slot_vertex(tile.slot * frame.slots.y + local_index, barycentric, level);
+        out.frustum = tile.frustum;
+        return out;
+    }
     let side = frame.mode.y + 1u;
     let col = tile.origin_col + tile.step * (local_index % side);
     let row = tile.origin_row + tile.step * (local_index / side);
@@ -269,10 +308,17 @@ fn fs_terrain(in: TerrainOut) -> @location(0) vec4<f32> {
     let grid = world.xz / cell;
     let size = vec2<f32>(f32(frame.grid.z), f32(frame.grid.w));
     // Normals per sample at full resolution: shading does not change when the mesh does.
-    let normal = normalize(textureSample(normals, linear_clamp, (grid + 0.5) / size).xyz);
+    var normal = normalize(textureSample(normals, linear_clamp, (grid + 0.5) / size).xyz);
+    let pool_shading = (frame.mode.x & POOL_SHADING) != 0u;
+    if pool_shading {
+        // Article 003: the patch's own per-vertex normals and colours.
+        normal = normalize(in.normal);
+    }
     var albedo: vec3<f32>;
     if (frame.mode.x & COLOUR_TEXTURE) != 0u {
         albedo = textureSample(colour_map, linear_clamp, grid / max(size - 1.0, vec2<f32>(1.0))).rgb;
+    } else if pool_shading {
+        albedo = in.albedo;
     } else {
         albedo = ramp(world.y, normal);
     }

@@ -8,9 +8,10 @@
 //! level: a patch of quadtree level `L` covers a pyramid node of `s` cells at step
 //! `s / patch_side`. [`PatchPool`] allocates `capacity` slots at [`PatchesLod::new`], each
 //! holding the article's vertex, normal and colour data for `(patch_side + 1)²` vertices,
-//! filled when a slot is assigned to a patch. The GPU draws the same geometry by instancing
-//! (origin, step) over the shared height texture: a slot's data is what the article
-//! uploads per slot, the instance is what this renderer uploads.
+//! filled when a slot is assigned to a patch and stamped with a new fill generation. Every
+//! emitted [`PatchInstance`] names its slot and the selection lends the pool, so a renderer
+//! keeps the slots in one GPU buffer and uploads a slot only when its generation changed
+//! (the article's per-slot GPU buffers; `terralod-render` does this).
 //!
 //! # Split and merge (P2, P3)
 //!
@@ -218,11 +219,7 @@ impl<'a> PatchesLod<'a> {
             .unwrap_or(u32::MAX)
             .min(padded_cells)
             .min(1 << super::stitched_patch::MAX_LOG2_SIDE);
-        let stitched = match StitchedPatch::new(patch_side.trailing_zeros()) {
-            Ok(s) => s,
-            // Unreachable: the side was clamped to the supported range above.
-            Err(e) => panic!("{e}"),
-        };
+        let stitched = StitchedPatch::clamped(patch_side.trailing_zeros());
         let mut tree = Tree::new(pyramid, patch_side);
         init_tree(&mut tree, 0, 0, 0);
         balance_initial(&mut tree);
@@ -528,11 +525,13 @@ impl<'a> PatchesLod<'a> {
                 }
                 let origin = self.origin(level, ix, iz);
                 let step = self.step(level);
+                let slot = self.tree.slot(level, ix, iz);
                 let instance = |index_buffer| PatchInstance {
                     origin,
                     step,
                     index_buffer,
                     frustum,
+                    slot,
                 };
                 self.instances.push(instance(self.stitched.interior(0)));
                 for (side_index, side) in Side::ALL.into_iter().enumerate() {
@@ -683,6 +682,7 @@ impl LodAlgorithm for PatchesLod<'_> {
             index_buffers: self.stitched.buffers(),
             instances: &self.instances,
             morph: None,
+            pool: Some(&self.pool),
         }
     }
 

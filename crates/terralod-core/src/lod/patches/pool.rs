@@ -1,22 +1,34 @@
 //! The preallocated patch pool of algorithm P (P1): equal-size slots of vertex, normal and
 //! colour data, allocated once, filled when a patch is assigned, reused through a free list.
+//!
+//! Each slot carries a fill generation so a renderer holding GPU copies of the slots
+//! uploads a slot only when it was (re)filled since its last upload.
 
 use crate::heightfield::{GridPos, Heightfield};
 use crate::lod::sample_height;
 use glam::Vec3;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// Source of [`PatchPool::id`]: every pool built in this process has its own.
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One slot's contents as laid out in the pool: per vertex `(i, j)` of the patch (index
 /// `j * (side + 1) + i`) a world position, a normal packed as four signed bytes (x, y, z, 0)
 /// and an RGBA8 colour, as the article's per-patch vertex, normal and colour buffers.
 #[derive(Debug)]
 pub struct PatchPool {
+    /// Unique in this process, so a GPU copy of another pool is never mistaken for this one.
+    id: u64,
     /// Cells a patch side.
     side: u32,
     capacity: u32,
     positions: Vec<[f32; 3]>,
     normals: Vec<u32>,
     colours: Vec<u32>,
+    /// Per slot, the value of `fills_ever` when it was last filled (0: never).
+    generation: Vec<u64>,
+    fills_ever: u64,
     /// Free slots, used as a stack (the most recently freed slot is reused first).
     free: Vec<u32>,
     /// World height range of the terrain, for the colour ramp.
@@ -32,11 +44,14 @@ impl PatchPool {
         let per_slot = ((side + 1) * (side + 1)) as usize;
         let total = per_slot * capacity as usize;
         PatchPool {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             side,
             capacity,
             positions: vec![[0.0; 3]; total],
             normals: vec![0; total],
             colours: vec![0; total],
+            generation: vec![0; capacity as usize],
+            fills_ever: 0,
             free: (0..capacity).rev().collect(),
             height_range: field.world_range(),
             fills: 0,
@@ -46,6 +61,51 @@ impl PatchPool {
 
     pub fn capacity(&self) -> u32 {
         self.capacity
+    }
+
+    /// Identifies this pool among all pools built in this process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Cells a patch side.
+    pub fn side(&self) -> u32 {
+        self.side
+    }
+
+    /// Vertices per slot: `(side + 1)²`, local vertex `(i, j)` at `j * (side + 1) + i`.
+    pub fn vertices_per_slot(&self) -> u32 {
+        (self.side + 1) * (self.side + 1)
+    }
+
+    /// Fill generation of `slot`: changes whenever the slot is filled, never repeats in a
+    /// pool, 0 before its first fill. A GPU copy made at generation `g` is current while
+    /// the slot's generation is still `g`.
+    pub fn generation(&self, slot: u32) -> u64 {
+        self.generation.get(slot as usize).copied().unwrap_or(0)
+    }
+
+    /// World positions of the vertices of `slots` (consecutive slots back to back;
+    /// clamped to the capacity).
+    pub fn slot_positions(&self, slots: std::ops::Range<u32>) -> &[[f32; 3]] {
+        &self.positions[self.slot_range(slots)]
+    }
+
+    /// Packed normals of the vertices of `slots` (see [`PatchPool::normal`]).
+    pub fn slot_normals(&self, slots: std::ops::Range<u32>) -> &[u32] {
+        &self.normals[self.slot_range(slots)]
+    }
+
+    /// RGBA8 colours of the vertices of `slots` (see [`PatchPool::colour`]).
+    pub fn slot_colours(&self, slots: std::ops::Range<u32>) -> &[u32] {
+        &self.colours[self.slot_range(slots)]
+    }
+
+    fn slot_range(&self, slots: std::ops::Range<u32>) -> std::ops::Range<usize> {
+        let per_slot = self.per_slot();
+        let end = slots.end.min(self.capacity) as usize;
+        let start = (slots.start as usize).min(end);
+        start * per_slot..end * per_slot
     }
 
     /// Slots in use.
@@ -103,6 +163,8 @@ impl PatchPool {
                 self.colours[k] = ramp_colour((height - lo) / span, normal.y);
             }
         }
+        self.fills_ever += 1;
+        self.generation[slot as usize] = self.fills_ever;
         self.fills += 1;
         self.fill_time += started.elapsed();
     }
@@ -138,6 +200,7 @@ impl PatchPool {
     pub fn memory_bytes(&self) -> usize {
         self.positions.len() * size_of::<[f32; 3]>()
             + (self.normals.len() + self.colours.len() + self.free.capacity()) * size_of::<u32>()
+            + self.generation.len() * size_of::<u64>()
     }
 }
 
@@ -211,5 +274,34 @@ mod tests {
         assert_eq!(pool.normal(slot, 0, 1), expected);
         assert_eq!(pool.take_fill_counters().0, 1);
         assert_eq!(pool.take_fill_counters().0, 0);
+        // The slot's data as a renderer reads it.
+        assert_eq!(pool.slot_positions(slot..slot + 1).len(), 9);
+        assert_eq!(pool.slot_normals(slot..slot + 1)[3], expected);
+        assert_eq!(
+            pool.slot_colours(slot..slot + 1)[4],
+            pool.colour(slot, 1, 1)
+        );
+        assert_eq!(pool.slot_colours(0..2).len(), 18, "two slots back to back");
+    }
+
+    #[test]
+    fn a_fill_changes_the_slot_generation_and_no_other() {
+        let field =
+            Heightfield::from_f32(9, 9, (0..81).map(|i| i as f32).collect()).expect("valid field");
+        let mut pool = PatchPool::new(2, 3, &field);
+        assert!((0..3).all(|s| pool.generation(s) == 0));
+        pool.fill(1, &field, GridPos::new(0, 0), 1);
+        let first = pool.generation(1);
+        assert_ne!(first, 0);
+        assert_eq!((pool.generation(0), pool.generation(2)), (0, 0));
+        pool.fill(1, &field, GridPos::new(2, 2), 1);
+        assert_ne!(pool.generation(1), first, "a refill is a new generation");
+        assert_ne!(PatchPool::new(2, 3, &field).id(), pool.id());
+        assert!(pool.slot_positions(3..4).is_empty(), "out of range");
+        assert_eq!(
+            pool.slot_positions(2..9).len(),
+            9,
+            "clamped to the capacity"
+        );
     }
 }

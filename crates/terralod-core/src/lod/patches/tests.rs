@@ -244,3 +244,45 @@ fn world_error_mode_refines_rough_places_only() {
     }
     assert!(leaves(&lod).len() < 100, "the plane stays coarse");
 }
+
+#[test]
+fn every_drawn_instance_names_the_slot_holding_its_patch() {
+    let field = rough_field(129);
+    let pyramid = Pyramid::build(&field);
+    let mut lod = PatchesLod::new(&field, &pyramid, options(4096));
+    let cell = field.mapping().cell_size;
+    for eye in [Vec3::new(10.0, 40.0, 10.0), Vec3::new(120.0, 5.0, 3.0)] {
+        let view = View::screen(camera(eye, Vec3::splat(64.0)), 1.0)
+            .expect("valid view")
+            .with_cull(false);
+        let selection = lod.select(&view);
+        let Selection::Patches {
+            instances,
+            pool: Some(pool),
+            patch_side,
+            ..
+        } = selection
+        else {
+            panic!("algorithm P selects patches with its pool");
+        };
+        assert!(!instances.is_empty());
+        for instance in instances {
+            assert!(pool.generation(instance.slot) > 0, "a filled slot");
+            let positions = pool.slot_positions(instance.slot..instance.slot + 1);
+            for j in 0..=patch_side {
+                for i in 0..=patch_side {
+                    let pos = GridPos::new(
+                        instance.origin.col + instance.step * i,
+                        instance.origin.row + instance.step * j,
+                    );
+                    let expected = [
+                        pos.col as f32 * cell,
+                        crate::lod::sample_height(&field, pos),
+                        pos.row as f32 * cell,
+                    ];
+                    assert_eq!(positions[(j * (patch_side + 1) + i) as usize], expected);
+                }
+            }
+        }
+    }
+}

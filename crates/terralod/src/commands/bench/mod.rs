@@ -7,6 +7,8 @@
 
 mod path;
 mod plot;
+#[cfg(test)]
+mod uploads;
 
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;

@@ -39,6 +39,8 @@ pub enum PeerError {
     View(#[from] ViewError),
     #[error("error oracle: {0}")]
     Measure(#[from] MeasureError),
+    #[error("simplification: {0}")]
+    Simplify(#[from] terralod_core::simplify::SimplifyError),
 }
 
 /// The square window `side × side` whose top-left sample is `(col, row)`, in the source's

@@ -22,8 +22,12 @@ use terralod_benches::{load_boulder, load_gcanyon};
 use terralod_core::heightfield::Heightfield;
 use terralod_core::lod::{LodAlgorithm, LodOptions, REGISTRY, View};
 use terralod_core::pyramid::Pyramid;
+use terralod_core::simplify::simplify;
 
 const MAX_ERRORS: [f64; 6] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0];
+/// The algorithm whose mesh the simplification pass starts from, and the tool's name.
+const SIMPLIFIED_SEED: &str = "bintree";
+const SIMPLIFIED: &str = "bintree + simplify";
 /// Bisection steps when searching a requested error whose measured error meets a bound.
 const CALIBRATION_STEPS: u32 = 7;
 
@@ -241,6 +245,20 @@ fn compare(
             log(&r);
             rows.push(r);
 
+            if entry.name == SIMPLIFIED_SEED {
+                // The exported-mesh pass: the seed's mesh, decimated within the same M.
+                let (simplify_time, simplified) = median_time(runs, || simplify(field, &mesh, m));
+                let (simplified, _) = simplified?;
+                let r = row(
+                    SIMPLIFIED,
+                    Measured::of(field, &simplified, m)?,
+                    prepare,
+                    select_time + simplify_time,
+                );
+                log(&r);
+                rows.push(r);
+            }
+
             // The same hierarchy with a bound as tight as the oracle allows: the largest
             // requested error whose measured error stays within M (an estimate of what a
             // tighter drawn-error bound would give; not a guarantee terralod can make).
@@ -381,8 +399,8 @@ fn tables(report: &Report) -> String {
         }
         out += "\nAt equal measured error (every mesh measured ≤ M; martini's requested error \
                 lowered by bisection until its measured error is ≤ M):\n\n";
-        for entry in REGISTRY {
-            let name = entry.name;
+        let names = REGISTRY.iter().map(|e| e.name).chain([SIMPLIFIED]);
+        for name in names {
             let tight = format!("{name} (tight-bound estimate)");
             out += &format!(
                 "| M (m) | {name} vertices | martini ≤ M vertices (requested) | delatin vertices \
@@ -532,6 +550,8 @@ fn plot(report: &Report, path: &std::path::Path) -> Result<(), Box<dyn std::erro
             RGBColor(214, 39, 40)
         } else if tool.starts_with("delatin") {
             RGBColor(31, 119, 180)
+        } else if tool.contains("simplify") {
+            RGBColor(148, 103, 189)
         } else if tool.contains("tight") {
             RGBColor(150, 150, 150)
         } else {

@@ -22,6 +22,8 @@ pub mod lod;
 pub mod mesh;
 pub mod pyramid;
 pub mod query;
+mod raster;
+pub mod simplify;
 #[cfg(test)]
 mod test_support;
 

@@ -171,6 +171,43 @@ fn view_independent_export_covers_everything() {
     );
 }
 
+/// `--simplify` exports fewer vertices than the selection, still covering every sample
+/// within the max error and watertight, for every error-bounded algorithm's mesh.
+#[test]
+fn simplified_export_keeps_the_bound_with_fewer_vertices() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let obj = dir.path().join("simplified.obj");
+    let obj_arg = obj.display().to_string();
+    for algo in ["quadtree", "bintree"] {
+        let json = mesh_json(&[
+            &file,
+            "--raw-size",
+            "49x37",
+            "--cell-size",
+            "10",
+            "--algo",
+            algo,
+            "--max-error",
+            "3",
+            "--simplify",
+            "--out",
+            &obj_arg,
+        ]);
+        let before = json["simplify"]["vertices_before"].as_u64().expect("stats");
+        let mesh = read_obj(&obj);
+        assert_eq!(json["vertices"], mesh.positions.len());
+        assert!((mesh.positions.len() as u64) < before, "{algo}: {json}");
+        let errors = measure_error(&field, &mesh, None).expect("no camera");
+        assert_eq!(errors.uncovered, 0, "{algo}");
+        assert!(errors.world.max <= 3.0 + 1e-4, "{algo}: {errors}");
+        check_mesh(&mesh, None).assert_ok();
+    }
+    let output = terralod(&["mesh", &file, "--raw-size", "49x37", "--simplify"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--max-error"));
+}
+
 #[test]
 fn bad_requests_get_one_clear_line_and_write_nothing() {
     let dir = tempfile::tempdir().expect("a temporary directory");

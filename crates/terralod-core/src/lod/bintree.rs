@@ -46,9 +46,10 @@ use super::{
 };
 use crate::camera::{Aabb, Frustum};
 use crate::heightfield::{Heightfield, Samples};
+use crate::raster::{Point, edge_function, for_each_row_span, interpolate};
 use glam::Vec3;
 use rayon::prelude::*;
-use std::cmp::Ordering;
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 /// Per diamond (one per grid vertex): the error bound and the y range of the diamond and
@@ -73,9 +74,6 @@ impl Diamond {
         self.high = self.high.max(other.high);
     }
 }
-
-/// A grid point with signed coordinates (children are found by halving sums).
-type Point = (i32, i32);
 
 /// A triangle of the bintree: hypotenuse `a`–`b`, right angle at `c`.
 #[derive(Clone, Copy, Debug)]
@@ -383,63 +381,30 @@ fn measure_triangle<T: Copy + Into<f64>>(
     heights: [f64; 3],
 ) -> Diamond {
     let mut range = vertex_range(heights);
-    // Edge function of p→q at x: positive on one side, 0 on the line; inside the triangle
-    // all three have the sign of the doubled area.
-    let edges = [(t.b, t.c), (t.c, t.a), (t.a, t.b)];
-    let area = edge_function(t.a, t.b, t.c);
-    let sign = area.signum();
-    let signed_area = area * sign;
     let mapping = field.mapping();
     let (scale, offset) = (
         f64::from(mapping.height_scale),
         f64::from(mapping.height_offset),
     );
-    let (width, height) = (field.width() as i32, field.height() as i32);
-    let ((col_lo, row_lo), (col_hi, row_hi)) = t.bounds();
-    let (col_hi, row_hi) = (col_hi.min(width - 1), row_hi.min(height - 1));
+    let width = field.width() as i32;
     let mut error = 0.0f64;
     let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
-    for row in row_lo..=row_hi {
-        // Each edge function is `at_lo - step * (col - col_lo)` along the row: intersect
-        // the column ranges where sign * value >= 0.
-        let (mut lo, mut hi) = (col_lo, col_hi);
-        let mut w = [0i64; 3];
-        let mut steps = [0i64; 3];
-        for (k, &(p, q)) in edges.iter().enumerate() {
-            let at_lo = edge_function(p, q, (col_lo, row)) * sign;
-            let step = i64::from(q.1 - p.1) * sign;
-            (w[k], steps[k]) = (at_lo, step);
-            match step.cmp(&0) {
-                Ordering::Greater => hi = hi.min(col_lo + at_lo.div_euclid(step) as i32),
-                Ordering::Less => {
-                    let need = -at_lo; // at_lo + |step| * k >= 0  ⟺  k >= need / |step|
-                    let k_min = need.div_euclid(-step) + i64::from(need.rem_euclid(-step) != 0);
-                    lo = lo.max(col_lo + k_min.max(0) as i32);
-                }
-                Ordering::Equal if at_lo < 0 => hi = lo - 1,
-                Ordering::Equal => {}
-            }
-        }
-        if lo > hi {
-            continue;
-        }
-        let skip = i64::from(lo - col_lo);
-        for k in 0..3 {
-            w[k] -= steps[k] * skip;
-        }
-        let base = row as usize * width as usize;
-        for col in lo..=hi {
+    let corners = [t.a, t.b, t.c];
+    let area = edge_function(t.a, t.b, t.c).abs();
+    for_each_row_span(corners, width, field.height() as i32, |span| {
+        let base = span.row as usize * width as usize;
+        let mut w = span.weights;
+        for col in span.first..=span.last {
             debug_assert!(w.iter().all(|&v| v >= 0));
-            let drawn = interpolate(w, heights, signed_area);
+            let drawn = interpolate(w, heights, area);
             let truth = values[base + col as usize].into() * scale + offset;
             error = error.max((drawn - truth).abs());
             low = low.min(truth);
             high = high.max(truth);
-            for k in 0..3 {
-                w[k] -= steps[k];
-            }
+            span.advance(&mut w);
         }
-    }
+        ControlFlow::Continue(())
+    });
     finish_range(&mut range, error, low, high);
     range
 }
@@ -493,21 +458,6 @@ impl SampleShape {
     fn fits(&self, t: &Triangle) -> bool {
         (t.b.0 - t.a.0, t.b.1 - t.a.1) == self.b && (t.c.0 - t.a.0, t.c.1 - t.a.1) == self.c
     }
-}
-
-/// The edge function of `p → q` at `x` (twice the signed area of `p, q, x`): 0 on the
-/// line, one sign on each side; inside a triangle all three edges' have the sign of its
-/// doubled area.
-#[inline]
-fn edge_function(p: Point, q: Point, x: Point) -> i64 {
-    i64::from(q.0 - p.0) * i64::from(x.1 - p.1) - i64::from(q.1 - p.1) * i64::from(x.0 - p.0)
-}
-
-/// The plane's height at a point with (non-negative, integer) barycentric weights `w` over
-/// the doubled area: one correctly rounded division, so an exact plane gives exactly 0.
-#[inline]
-fn interpolate(w: [i64; 3], heights: [f64; 3], area: i64) -> f64 {
-    (w[0] as f64 * heights[0] + w[1] as f64 * heights[1] + w[2] as f64 * heights[2]) / area as f64
 }
 
 /// The y range of a triangle's vertices.

@@ -8,6 +8,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+use terralod_core::simplify::simplify;
 use terralod_core::{GridMesh, Pyramid, WorldMapping, io};
 
 #[derive(Debug, Args)]
@@ -21,6 +23,10 @@ pub struct MeshArgs {
     /// Write the mesh in world coordinates: .obj (text) or .ply (binary little-endian).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With --max-error: remove vertices from the selected mesh while every sample stays
+    /// within the max error (an export pass, slower than the selection; fewer vertices).
+    #[arg(long, requires = "max_error")]
+    pub simplify: bool,
 }
 
 /// The output formats.
@@ -60,8 +66,18 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     // The first frame grows the buffers; the second is the steady-state cost we report.
     algorithm.select(&view);
     let selection = algorithm.select(&view);
-    let mesh = selection.to_mesh(field);
+    let mut mesh = selection.to_mesh(field);
     let stats = *algorithm.stats();
+    let simplified = match args.lod.max_error.filter(|_| args.simplify) {
+        Some(max_error) => {
+            let start = Instant::now();
+            let (simplified, simplify_stats) = simplify(field, &mesh, f64::from(max_error))
+                .context("simplifying the selected mesh")?;
+            mesh = simplified;
+            Some((simplify_stats, start.elapsed()))
+        }
+        None => None,
+    };
     if let (Some(path), Some(format)) = (&args.out, format) {
         write_mesh(path, format, &mesh, &field.mapping())
             .with_context(|| format!("writing {}", path.display()))?;
@@ -78,7 +94,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
             .map(|p| format!(", written to {}", p.display()))
             .unwrap_or_default()
     );
-    let summary = serde_json::json!({
+    let mut summary = serde_json::json!({
         "algorithm": entry.name,
         "vertices": mesh.positions.len(),
         "triangles": mesh.triangles.len(),
@@ -90,6 +106,13 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "view_angle_aware": args.lod.algorithm.view_angle_aware,
         "state_bytes": algorithm.state_bytes(),
     });
+    if let Some((simplify_stats, time)) = simplified {
+        summary["simplify"] = serde_json::json!({
+            "vertices_before": simplify_stats.vertices_before,
+            "collapses": simplify_stats.collapses,
+            "simplify_ms": time.as_secs_f64() * 1e3,
+        });
+    }
     // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{headline}\n{summary}")

@@ -4,16 +4,13 @@
 
 mod common;
 
-use common::{SIZE, diff, gpu_or_skip, overview_camera, terrain};
+use common::{diff, draw, gpu_or_skip, overview_camera, terrain};
 use terralod_core::lod::{
     ChunkedLod, ChunkedOptions, GridVertices, LodAlgorithm, LodOptions, MorphedHeight,
     PatchInstance, Selection, View, sample_height,
 };
 use terralod_core::{Containment, GridPos, Heightfield, Pyramid};
-use terralod_render::{
-    COLOUR_FORMAT, DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer,
-    render_to_image,
-};
+use terralod_render::{COLOUR_FORMAT, DebugLines, FrameSettings, TerrainRenderer};
 
 const PATCH_SIDE: u32 = 16;
 
@@ -107,24 +104,6 @@ fn grids(field: &Heightfield) -> Grids {
         patch_buffers,
         instances,
     }
-}
-
-fn draw(
-    ctx: &GpuContext,
-    renderer: &mut TerrainRenderer,
-    selection: &Selection<'_>,
-    settings: &FrameSettings,
-) -> image::RgbaImage {
-    let target = OffscreenTarget::new(ctx, SIZE).unwrap();
-    render_to_image(
-        ctx,
-        renderer,
-        &target,
-        selection,
-        settings,
-        &DebugLines::new(),
-    )
-    .unwrap()
 }
 
 #[test]

@@ -5,32 +5,13 @@
 
 mod common;
 
-use common::{SIZE, diff, gpu_or_skip, overview_camera, terrain};
+use common::{SIZE, diff, draw, gpu_or_skip, overview_camera, terrain};
 use glam::Vec3;
 use terralod_core::lod::{LodAlgorithm, PatchOptions, PatchesLod, Selection, View};
 use terralod_core::{Camera, Heightfield, Pyramid};
 use terralod_render::{
-    COLOUR_FORMAT, DebugLines, FrameSettings, GpuContext, OffscreenTarget, SLOT_VERTEX_BYTES,
-    TerrainRenderer, render_to_image,
+    COLOUR_FORMAT, DebugLines, FrameSettings, SLOT_VERTEX_BYTES, TerrainRenderer,
 };
-
-fn draw(
-    ctx: &GpuContext,
-    renderer: &mut TerrainRenderer,
-    selection: &Selection<'_>,
-    settings: &FrameSettings,
-) -> image::RgbaImage {
-    let target = OffscreenTarget::new(ctx, SIZE).unwrap();
-    render_to_image(
-        ctx,
-        renderer,
-        &target,
-        selection,
-        settings,
-        &DebugLines::new(),
-    )
-    .unwrap()
-}
 
 /// The same selection without its pool: drawn from the height texture, the old way.
 fn without_pool<'a>(selection: &Selection<'a>) -> Selection<'a> {

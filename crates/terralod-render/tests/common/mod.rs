@@ -6,8 +6,11 @@
 use glam::Vec3;
 use std::path::{Path, PathBuf};
 use terralod_core::generate::{GenerateOptions, generate};
+use terralod_core::lod::Selection;
 use terralod_core::{Camera, Heightfield};
-use terralod_render::GpuContext;
+use terralod_render::{
+    DebugLines, FrameSettings, GpuContext, OffscreenTarget, TerrainRenderer, render_to_image,
+};
 
 /// A headless context, or `None` after printing a visible SKIPPED line. With
 /// `TERRALOD_REQUIRE_GPU=1` a missing adapter fails the test instead.
@@ -93,4 +96,23 @@ pub fn diff(a: &image::RgbaImage, b: &image::RgbaImage) -> (ImageDiff, image::Rg
 /// Where failing tests leave their actual and diff images.
 pub fn failure_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/golden-failures")
+}
+
+/// Draws `selection` into a new `SIZE` target and reads it back.
+pub fn draw(
+    ctx: &GpuContext,
+    renderer: &mut TerrainRenderer,
+    selection: &Selection<'_>,
+    settings: &FrameSettings,
+) -> image::RgbaImage {
+    let target = OffscreenTarget::new(ctx, SIZE).unwrap();
+    render_to_image(
+        ctx,
+        renderer,
+        &target,
+        selection,
+        settings,
+        &DebugLines::new(),
+    )
+    .unwrap()
 }

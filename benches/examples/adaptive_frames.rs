@@ -1,8 +1,8 @@
-//! Algorithm A along the low flight of `benches/lod.rs` (64 frames, 10 m apart, τ = 1 px,
-//! 1920 × 1080): per-frame time of the next frame (state carried) and of a selection from
+//! Algorithm A along the low flight of `benches/lod.rs` (64 frames, 10 m apart unless the
+//! second argument says otherwise, τ = 1 px, 1920 × 1080): per-frame time of the next frame (state carried) and of a selection from
 //! scratch (state reset), and of Update() alone; a plain binary for profilers
 //! (`valgrind --tool=callgrind`). Run:
-//! `cargo run --release -p terralod-benches --example adaptive_frames [rounds]`.
+//! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]`.
 
 use glam::Vec3;
 use std::time::Instant;
@@ -16,6 +16,10 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(2);
+    let step: f32 = std::env::args()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10.0);
     let Some(field) = load_gcanyon() else {
         return;
     };
@@ -25,7 +29,7 @@ fn main() {
     let heading = (Vec3::new(160_000.0, 1_000.0, 70_000.0) - eye0).normalize();
     let views: Vec<View> = (0..64)
         .map(|i| {
-            let eye = eye0 + heading * (10.0 * i as f32);
+            let eye = eye0 + heading * (step * i as f32);
             let camera = Camera::new(
                 eye,
                 eye + heading,
@@ -45,6 +49,8 @@ fn main() {
     let time = |lod: &mut AdaptiveLod<'_>, reset: bool, update_only: bool| {
         let started = Instant::now();
         let mut triangles = 0;
+        let mut visits = 0;
+        let mut visits = 0;
         for i in 0..frames {
             if reset {
                 lod.reset();
@@ -54,22 +60,25 @@ fn main() {
                 lod.update(view);
             } else {
                 triangles += lod.select(view).triangle_count();
+                visits += lod.stats().nodes_visited;
             }
         }
-        (
-            started.elapsed().as_secs_f64() * 1e3 / frames as f64,
-            triangles / frames,
-        )
+        let ms = started.elapsed().as_secs_f64() * 1e3 / frames as f64;
+        (ms, triangles / frames, visits / frames as u64)
     };
-    let (next, triangles) = time(&mut lod, false, false);
-    let (next_update, _) = time(&mut lod, false, true);
-    let (scratch, _) = time(&mut lod, true, false);
-    let (scratch_update, _) = time(&mut lod, true, true);
+    let (next, triangles, next_visits) = time(&mut lod, false, false);
+    let (next_update, ..) = time(&mut lod, false, true);
+    let (scratch, _, scratch_visits) = time(&mut lod, true, false);
+    let (scratch_update, ..) = time(&mut lod, true, true);
     println!(
-        "{frames} frames, {triangles} triangles, {} squares enabled: next frame {next:.2} ms \
+        "{frames} frames {step} m apart, {triangles} triangles, {} squares enabled: next frame {next:.2} ms \
          (update {next_update:.2}), from scratch {scratch:.2} ms (update {scratch_update:.2}), \
          ratio {:.2}",
         lod.enabled_squares(),
-        scratch / next
+        scratch / next,
+    );
+    println!(
+        "  update ratio {:.2}, squares evaluated per frame: next {next_visits}, scratch {scratch_visits}",
+        scratch_update / next_update
     );
 }

@@ -47,15 +47,19 @@
 //!
 //! # Incremental updates (A4) and determinism
 //!
-//! The state (flags and reference counts, one `u32` per square) is kept across frames.
-//! Update() runs in two passes:
+//! The state (flags and reference counts, one `u32` per square, and a deadline) is kept
+//! across frames. Update() runs in two passes:
 //!
-//! 1. *Enable*: every enabled square is evaluated once (the ones enabled during the pass
-//!    too, parents before children), enabling what its tests want.
-//! 2. *Disable*, finest level first: an edge vertex is disabled when its reference count
-//!    (enabled sub-squares using it as a corner, 0–4, 3 bits) is 0 and neither square
-//!    sharing it wants it; a square when it is not the root, has no enabled edge vertex or
-//!    sub-square and its box test fails: the article's rules.
+//! 1. *Enable*: every enabled square whose deadline has passed is evaluated (the ones
+//!    enabled during the pass too, parents before children), enabling what its tests want.
+//!    A deadline (see `Motion`) is the camera motion up to which none of the square's
+//!    answers can change, worked out from the plain bound and the frustum planes; a square
+//!    holds the earliest deadline of its subtree, so unchanged subtrees are skipped whole.
+//! 2. *Disable*, finest level first, over the squares whose inputs changed: an edge vertex
+//!    is disabled when its reference count (enabled sub-squares using it as a corner, 0–4,
+//!    3 bits) is 0 and neither square sharing it wants it; a square when it is not the
+//!    root, has no enabled edge vertex or sub-square and its box test fails: the article's
+//!    rules.
 //!
 //! A sub-square's test only counts when its parent's does (a chain to the root), and a
 //! vertex's side only when its square's does, so every passing test is reached from the
@@ -64,8 +68,9 @@
 //! level), so the finest-first disable pass leaves exactly the least closed set that holds
 //! every passing test, whatever the state before: the incremental mesh equals the mesh of
 //! a fresh instance for the same view, triangle for triangle. The cost of an update
-//! follows the enabled squares (the output), not the data set.
-//!
+//! follows the squares whose answers may have changed (Render() still follows the
+//! output).
+
 //! # Padding
 //!
 //! As algorithm Q: squares that do not intersect the data are not stored, a square

@@ -50,7 +50,6 @@ fn main() {
         let started = Instant::now();
         let mut triangles = 0;
         let mut visits = 0;
-        let mut visits = 0;
         for i in 0..frames {
             if reset {
                 lod.reset();

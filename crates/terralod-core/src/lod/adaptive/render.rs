@@ -136,6 +136,8 @@ impl AdaptiveLod<'_> {
         };
         self.push_morph(at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
+        let sides_enabled: [bool; 4] =
+            std::array::from_fn(|side| self.mid_enabled(level, ix, iz, side));
         let mut mids = [None; 4];
         for (side, (vertex, ends)) in [
             (at(size, half), (1, 3)),
@@ -146,13 +148,18 @@ impl AdaptiveLod<'_> {
         .into_iter()
         .enumerate()
         {
-            if !self.mid_enabled(level, ix, iz, side) {
+            if !sides_enabled[side] {
                 continue;
             }
-            let neighbour = self.neighbour_box(level, ix, iz, side);
             let base = 0.5 * (corners[ends.0] + corners[ends.1]);
             let sample = self.height_at(vertex);
-            let height = morpher.height(sample, base, [Some(aabb), neighbour]);
+            // The neighbour's record only when the vertex morphs at all (a cache miss).
+            let height = if sample == base || morpher.budget <= 0.0 {
+                sample
+            } else {
+                let neighbour = self.neighbour_box(level, ix, iz, side);
+                morpher.height(sample, base, [Some(aabb), neighbour])
+            };
             self.push_morph(vertex, sample, height);
             mids[side] = Some(height);
         }
@@ -192,7 +199,7 @@ impl AdaptiveLod<'_> {
         ];
         let before = self.indices.len();
         for ((side, first, second), (a, m, b)) in EDGES.into_iter().zip(ends) {
-            if self.mid_enabled(level, ix, iz, side) {
+            if sides_enabled[side] {
                 if enabled_children & (1 << first) == 0 {
                     self.indices.extend_from_slice(&[centre, a, m]);
                 }

@@ -123,10 +123,11 @@ fn adaptive_update(c: &mut Criterion) {
     let pyramid = Pyramid::build(&field);
     let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
     eprintln!(
-        "adaptive: {} squares, {} bytes per square ({} static + 4 state), {:.2} bytes per sample",
+        "adaptive: {} squares, {} bytes per square ({} static + {} state and deadline), {:.2} bytes per sample",
         lod.squares(),
         AdaptiveLod::SQUARE_BYTES,
-        AdaptiveLod::SQUARE_BYTES - 4,
+        lod.static_bytes() / lod.squares(),
+        lod.state_bytes() / lod.squares(),
         (lod.static_bytes() + lod.state_bytes()) as f64 / field.len() as f64
     );
     let (_, low_flight) = cameras()[1];

@@ -2,8 +2,11 @@
 //! (state carried from frame to frame) every frame is watertight, within τ with the
 //! geomorphs applied, and identical (triangles and drawn heights) to what a fresh
 //! instance selects for the same view; the same without morphing and with the article's
-//! L∞ test. The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
+//! L∞ test; and along smooth walks (small steps and turns), where Update() skips most
+//! squares, equal to fresh selections. The number of cases is 24 unless `PROPTEST_CASES`
+//! says otherwise.
 
+use glam::Vec3;
 use proptest::prelude::*;
 use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions, MorphedHeight, Selection, View,
@@ -47,8 +50,49 @@ fn frame(selection: &Selection<'_>) -> Frame {
     (triangles, morphs)
 }
 
+/// A terrain, a camera, and a smooth walk from it: per frame a small eye step and a small
+/// turn (where Update() skips most squares), and a tolerance.
+fn arb_smooth_walk() -> impl Strategy<Value = (Heightfield, Camera, Vec<(Vec3, Vec3)>, f32)> {
+    arb_heightfield(40)
+        .prop_map(exact_heights)
+        .prop_flat_map(|field| {
+            let step = field.mapping().cell_size;
+            let motion = (
+                prop::array::uniform3(-step..step),
+                prop::array::uniform3(-0.05f32..0.05),
+            )
+                .prop_map(|(eye, turn)| (Vec3::from(eye), Vec3::from(turn)));
+            let walk = prop::collection::vec(motion, 2..16);
+            (
+                Just(field.clone()),
+                arb_camera(&field),
+                walk,
+                arb_pixel_tolerance(),
+            )
+        })
+}
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn smooth_walks_equal_fresh_selections((field, start, walk, tolerance) in arb_smooth_walk()) {
+        let pyramid = Pyramid::build(&field);
+        let mut walker = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+        let mut camera = start;
+        for (step, (eye_step, turn)) in walk.iter().enumerate() {
+            let forward = camera.forward();
+            camera.eye += *eye_step;
+            camera.target = camera.eye + (forward + *turn).normalize_or(forward);
+            let Ok(view) = View::screen(camera, tolerance) else {
+                continue;
+            };
+            let view = view.with_cull(step % 5 != 4);
+            let carried = frame(&walker.select(&view));
+            let mut fresh = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+            prop_assert!(carried == frame(&fresh.select(&view)), "step {}: differs from a fresh selection", step);
+        }
+    }
 
     #[test]
     fn walks_stay_watertight_within_tolerance_and_equal_fresh_selections(

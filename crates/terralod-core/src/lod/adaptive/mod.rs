@@ -47,15 +47,19 @@
 //!
 //! # Incremental updates (A4) and determinism
 //!
-//! The state (flags and reference counts, one `u32` per square) is kept across frames.
-//! Update() runs in two passes:
+//! The state (flags and reference counts, one `u32` per square, and a deadline) is kept
+//! across frames. Update() runs in two passes:
 //!
-//! 1. *Enable*: every enabled square is evaluated once (the ones enabled during the pass
-//!    too, parents before children), enabling what its tests want.
-//! 2. *Disable*, finest level first: an edge vertex is disabled when its reference count
-//!    (enabled sub-squares using it as a corner, 0–4, 3 bits) is 0 and neither square
-//!    sharing it wants it; a square when it is not the root, has no enabled edge vertex or
-//!    sub-square and its box test fails: the article's rules.
+//! 1. *Enable*: every enabled square whose deadline has passed is evaluated (the ones
+//!    enabled during the pass too, parents before children), enabling what its tests want.
+//!    A deadline (see `Motion`) is the camera motion up to which none of the square's
+//!    answers can change, worked out from the plain bound and the frustum planes; a square
+//!    holds the earliest deadline of its subtree, so unchanged subtrees are skipped whole.
+//! 2. *Disable*, finest level first, over the squares whose inputs changed: an edge vertex
+//!    is disabled when its reference count (enabled sub-squares using it as a corner, 0–4,
+//!    3 bits) is 0 and neither square sharing it wants it; a square when it is not the
+//!    root, has no enabled edge vertex or sub-square and its box test fails: the article's
+//!    rules.
 //!
 //! A sub-square's test only counts when its parent's does (a chain to the root), and a
 //! vertex's side only when its square's does, so every passing test is reached from the
@@ -64,8 +68,9 @@
 //! level), so the finest-first disable pass leaves exactly the least closed set that holds
 //! every passing test, whatever the state before: the incremental mesh equals the mesh of
 //! a fresh instance for the same view, triangle for triangle. The cost of an update
-//! follows the enabled squares (the output), not the data set.
-//!
+//! follows the squares whose answers may have changed (Render() still follows the
+//! output).
+
 //! # Padding
 //!
 //! As algorithm Q: squares that do not intersect the data are not stored, a square
@@ -140,24 +145,109 @@ pub(crate) struct Tester<'v> {
     view_angle_aware: bool,
     /// The article's threshold and the eye, when the L∞ test is on.
     linf: Option<(f32, glam::Vec3)>,
+    /// The terms of the plain screen bound, when the slack of a test can be worked out
+    /// (a screen view, the plain bound, no L∞ test): eye, unit forward, pixels per radian,
+    /// τ, near.
+    plain: Option<(glam::Vec3, glam::Vec3, f32, f32, f32)>,
 }
 
+/// Relative safety margin of a slack against the `f32` arithmetic of the tests.
+const SLACK_SAFETY: f32 = 1e-4;
+
 impl Tester<'_> {
-    /// Where `aabb` lies against the frustum (inside for a view without one).
-    #[inline]
-    fn classify(&self, aabb: &Aabb) -> Containment {
-        self.frustum
-            .map_or(Containment::Inside, |frustum| frustum.classify(aabb))
+    /// Where `aabb` lies against the frustum (inside for a view without one), and the
+    /// slack: how far (in [`Motion`] units) the planes may move against the box before
+    /// the answer can change.
+    fn classify_slack(&self, aabb: &Aabb) -> (Containment, f32) {
+        let Some(frustum) = self.frustum else {
+            return (Containment::Inside, f32::INFINITY);
+        };
+        let containment = frustum.classify(aabb);
+        if self.plain.is_none() {
+            return (containment, 0.0);
+        }
+        // Per plane: the largest and smallest signed distance over the box, less a margin
+        // for the rounding of the planes and the outside test's own relative slack.
+        let (mut inside, mut outside, mut reached, mut cut) =
+            (f32::INFINITY, 0.0f32, f32::INFINITY, 0.0f32);
+        for plane in &frustum.planes {
+            let normal = plane.truncate();
+            let positive = normal.cmpge(glam::Vec3::ZERO);
+            let far_corner = glam::Vec3::select(positive, aabb.max, aabb.min);
+            let near_corner = glam::Vec3::select(positive, aabb.min, aabb.max);
+            let margin = 2.0 * SLACK_SAFETY * (normal.abs().dot(far_corner.abs()) + plane.w.abs());
+            let reach = normal.dot(far_corner) + plane.w;
+            let low = normal.dot(near_corner) + plane.w;
+            // Inside while every plane has the whole box; outside while one plane has none
+            // of it; crossing while no plane loses all of it and one still cuts it.
+            inside = inside.min(low - margin);
+            outside = outside.max(-reach - margin);
+            reached = reached.min(reach - margin);
+            cut = cut.max(-low - margin);
+        }
+        let slack = match containment {
+            Containment::Inside => inside,
+            Containment::Outside => outside,
+            Containment::Intersecting => reached.min(cut),
+        };
+        (containment, slack.max(0.0))
     }
 
-    /// Whether a test with error `error` over box `aabb` fails the view (the thing must be
-    /// enabled).
-    #[inline]
-    fn needs(&self, error: f32, aabb: &Aabb) -> bool {
-        error > 0.0 && self.classify(aabb) != Containment::Outside && self.fails(error, aabb)
+    /// Distance from the eye to the farthest point of `aabb` (at most), 0 without a camera.
+    fn reach(&self, aabb: &Aabb) -> f32 {
+        self.plain.map_or(0.0, |(eye, ..)| {
+            ((aabb.center() - eye).abs() + aabb.half_extent()).length()
+        })
     }
 
-    /// [`Tester::needs`] for a box known not to be outside the frustum.
+    /// [`Tester::fails`] and its slack: how far (in [`Motion`] units) the camera may move
+    /// before the answer can change. With the plain bound `e k D / Z² ≤ τ` (`Z` the box's
+    /// least depth, `D` its farthest corner): a motion `m` changes `Z` and `D` by at most
+    /// `m`; the quadratic in `m` is bounded by its tangent (accepted) or by a linear bound
+    /// for `m ≤ Z` (rejected).
+    fn fails_slack(&self, error: f32, aabb: &Aabb) -> (bool, f32) {
+        if error <= 0.0 {
+            return (false, f32::INFINITY);
+        }
+        let Some((eye, forward, pixels_per_radian, px, near)) = self.plain else {
+            let slack = if self.view.camera().is_none() {
+                f32::INFINITY
+            } else {
+                0.0
+            };
+            return (self.fails(error, aabb), slack);
+        };
+        let centre = aabb.center() - eye;
+        let extent = aabb.half_extent();
+        let depth = forward.dot(centre) - forward.abs().dot(extent);
+        let far = (centre.abs() + extent).length_squared();
+        let ek = error * pixels_per_radian;
+        if depth.is_nan() || depth <= near {
+            debug_assert!(self.fails(error, aabb));
+            return (true, (near - depth).max(0.0));
+        }
+        let depth2 = depth * depth;
+        let accepted = ek * ek * far <= px * px * depth2 * depth2;
+        debug_assert_eq!(!accepted, self.fails(error, aabb));
+        let (depth, far, ek, px, near) = (
+            f64::from(depth),
+            f64::from(far).sqrt(),
+            f64::from(ek),
+            f64::from(px),
+            f64::from(near),
+        );
+        let gap = px * depth * depth - ek * far;
+        let rounding = f64::from(SLACK_SAFETY) * 0.1 * (px * depth * depth + ek * far);
+        let slack = if accepted {
+            ((gap - rounding) / (2.0 * px * depth + ek)).min(depth - near)
+        } else {
+            ((-gap - rounding) / (ek + 3.0 * px * depth)).min(depth)
+        } - f64::from(SLACK_SAFETY) * far;
+        (!accepted, slack.max(0.0) as f32)
+    }
+
+    /// Whether a test with error `error` over box `aabb` (not outside the frustum) fails
+    /// the view: the thing must be enabled.
     #[inline]
     fn fails(&self, error: f32, aabb: &Aabb) -> bool {
         if error <= 0.0 {
@@ -170,6 +260,100 @@ impl Tester<'_> {
         }
         !self.view.accepts(error, aabb, self.view_angle_aware)
     }
+}
+
+/// The camera motion accumulated since the deadlines were last restarted: `moved`, the
+/// eye's path length, and `turned`, the summed `‖ΔR‖` of its rotation. A point at distance
+/// `d` from the eye then moved against every frustum plane and the view direction by at
+/// most `moved + turned · d`. A square whose tests have slack `s` there (see
+/// [`Tester::fails_slack`]) keeps its answers while `moved` grows by less than `s / 2` and
+/// `turned` by less than `s / 2d`: its deadline is that pair.
+#[derive(Clone, Copy, Debug)]
+struct Motion {
+    /// The last view's camera (eye, right, up, forward) and what else it depends on: the
+    /// state is re-tested in full when any of the latter changes.
+    last: Option<([glam::Vec3; 4], ViewKey)>,
+    moved: f64,
+    turned: f64,
+    /// `moved` beyond which the deadlines are restarted (they are f32).
+    restart: f64,
+}
+
+/// A deadline of [`Motion`]: due once `moved` or `turned` reaches its value.
+pub(super) type Deadline = [f32; 2];
+
+/// A deadline that is due at once.
+pub(super) const EXPIRED: Deadline = [f32::NEG_INFINITY; 2];
+
+/// Rounded down to f32.
+fn round_down(x: f64) -> f32 {
+    let f = x as f32;
+    if f64::from(f) > x { f.next_down() } else { f }
+}
+
+/// What the tests depend on besides the eye and orientation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ViewKey {
+    tolerance: super::Tolerance,
+    lens: Option<(f32, (u32, u32), f32, f32)>,
+}
+
+impl Motion {
+    /// Advances to `view`; true when every enabled square must be tested again.
+    fn advance(&mut self, view: &View) -> bool {
+        let key = ViewKey {
+            tolerance: view.tolerance(),
+            lens: view.camera().map(|c| (c.fov_y, c.viewport, c.near, c.far)),
+        };
+        let pose = view.camera().map_or([glam::Vec3::ZERO; 4], |c| {
+            [c.eye, c.right(), c.up(), c.forward()]
+        });
+        let full = match self.last {
+            Some((last, last_key)) if last_key == key => {
+                let moved = f64::from((pose[0] - last[0]).length());
+                let turned = (1..4)
+                    .map(|i| f64::from((pose[i] - last[i]).length_squared()))
+                    .sum::<f64>()
+                    .sqrt();
+                // Margins for the f32 rounding of the camera's eye and axes.
+                self.moved += moved * (1.0 + 1e-5);
+                self.turned += turned * (1.0 + 1e-5) + 1e-6;
+                self.moved > self.restart || self.turned > 1e4
+            }
+            _ => true,
+        };
+        if full {
+            self.moved = 0.0;
+            self.turned = 0.0;
+        }
+        self.last = Some((pose, key));
+        full
+    }
+
+    /// The deadline of a square tested now with slack `slack` and farthest point `far`
+    /// from the eye.
+    fn deadline(&self, slack: f32, far: f32) -> Deadline {
+        if slack == f32::INFINITY {
+            return [f32::INFINITY; 2];
+        }
+        let half = f64::from(slack) * 0.5;
+        [
+            round_down(self.moved + half),
+            round_down(self.turned + half / f64::from(far).max(1e-30)),
+        ]
+    }
+
+    /// Whether a deadline has passed.
+    #[inline]
+    fn due(&self, deadline: Deadline) -> bool {
+        self.moved >= f64::from(deadline[0]) || self.turned >= f64::from(deadline[1])
+    }
+}
+
+/// The earlier of two deadlines (per component).
+#[inline]
+pub(super) fn earlier(a: Deadline, b: Deadline) -> Deadline {
+    [a[0].min(b[0]), a[1].min(b[1])]
 }
 
 /// Algorithm A. Borrows the heightfield; owns its static tree, its state and its buffers.
@@ -186,6 +370,16 @@ pub struct AdaptiveLod<'a> {
     lists: Vec<Vec<(u32, u32)>>,
     /// Squares enabled during the enable pass, to evaluate.
     pending: Vec<(u8, u32, u32)>,
+    /// Per level, squares whose disable rules may hold after this frame's enable pass.
+    candidates: Vec<Vec<(u32, u32)>>,
+    /// Per square, the least deadline (see [`Motion`]) of the enabled squares of its
+    /// subtree: nothing in it needs testing before.
+    deadline: Vec<Deadline>,
+    motion: Motion,
+    /// Whether this update tests every enabled square (the view changed otherwise than by
+    /// its eye and orientation, or the state was reset).
+    full: bool,
+    enabled: usize,
     vertices: GridVertices,
     indices: Vec<u32>,
     morphs: Vec<MorphedHeight>,
@@ -225,6 +419,16 @@ impl<'a> AdaptiveLod<'a> {
             state,
             lists: vec![Vec::new(); finest + 1],
             pending: Vec::new(),
+            candidates: vec![Vec::new(); finest + 1],
+            deadline: vec![EXPIRED; tree.records.len()],
+            motion: Motion {
+                last: None,
+                moved: 0.0,
+                turned: 0.0,
+                restart: 64.0 * f64::from(tree.levels[0].size as f32 * tree.cell_size),
+            },
+            full: true,
+            enabled: 1,
             vertices,
             tree,
             indices: Vec::new(),
@@ -241,11 +445,12 @@ impl<'a> AdaptiveLod<'a> {
 
     /// Number of enabled squares.
     pub fn enabled_squares(&self) -> usize {
-        self.lists.iter().map(Vec::len).sum()
+        self.enabled
     }
 
     /// Bytes of one square: its static record plus its state word.
-    pub const SQUARE_BYTES: usize = size_of::<records::SquareRecord>() + size_of::<u32>();
+    pub const SQUARE_BYTES: usize =
+        size_of::<records::SquareRecord>() + size_of::<u32>() + size_of::<Deadline>();
 
     /// Number of squares stored.
     pub fn squares(&self) -> usize {
@@ -255,14 +460,27 @@ impl<'a> AdaptiveLod<'a> {
     /// Forgets the state carried across frames (back to the root alone), in time
     /// proportional to the enabled squares: the next selection starts from scratch.
     pub fn reset(&mut self) {
-        for level in 0..=self.finest {
-            let shape = self.tree.levels[level];
-            for &(ix, iz) in &self.lists[level] {
-                self.state[shape.id(ix, iz)] = 0;
-            }
-            self.lists[level].clear();
-        }
+        self.clear_subtree(0, 0, 0);
         self.state[0] = ENABLED | WANTED;
+        self.deadline[0] = EXPIRED;
+        self.enabled = 1;
+        self.motion.last = None;
+    }
+
+    /// Clears the state of the enabled square `(level, ix, iz)` and its enabled
+    /// descendants.
+    fn clear_subtree(&mut self, level: usize, ix: u32, iz: u32) {
+        let id = self.tree.levels[level].id(ix, iz);
+        self.state[id] = 0;
+        if level < self.finest {
+            let child = self.tree.levels[level + 1];
+            for k in 0..4 {
+                let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
+                if child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0 {
+                    self.clear_subtree(level + 1, cx, cz);
+                }
+            }
+        }
     }
 
     /// Bytes of the static tree (records of every stored square).
@@ -282,6 +500,7 @@ impl<'a> AdaptiveLod<'a> {
             *view
         };
         let tester = self.tester(&topology);
+        self.full = self.motion.advance(&topology);
         self.enable_pass(&tester);
         self.disable_pass();
     }
@@ -296,11 +515,26 @@ impl<'a> AdaptiveLod<'a> {
             }
             _ => None,
         };
+        let plain = match (view.camera(), view.tolerance()) {
+            (Some(camera), super::Tolerance::Pixels(px))
+                if linf.is_none() && !self.options.view_angle_aware =>
+            {
+                Some((
+                    camera.eye,
+                    camera.forward(),
+                    camera.pixels_per_radian(),
+                    px,
+                    camera.near,
+                ))
+            }
+            _ => None,
+        };
         Tester {
             view,
             frustum: view.frustum(),
             view_angle_aware: self.options.view_angle_aware,
             linf,
+            plain,
         }
     }
 }
@@ -327,13 +561,22 @@ impl LodAlgorithm for AdaptiveLod<'_> {
             } else {
                 0.0
             },
+            plain: match view.camera() {
+                Some(camera) if !self.options.view_angle_aware => Some((
+                    camera.eye,
+                    camera.forward(),
+                    camera.pixels_per_radian(),
+                    camera.near,
+                )),
+                _ => None,
+            },
         };
         let size = self.tree.levels[0].size;
         let root = [(0, 0), (size, 0), (0, size), (size, size)]
             .map(|(c, r)| self.height_at(GridPos::new(c, r)));
+        // An edge vertex drawn by both its squares is listed by both, with the same height
+        // (consumers take either; sorting them out cost 8 % of a frame).
         self.render(frustum, &morpher, (0, 0, 0), root);
-        self.morphs.sort_unstable_by_key(|m| m.vertex);
-        self.morphs.dedup_by_key(|m| m.vertex);
         self.stats.triangles = (self.indices.len() / 3) as u64;
         self.stats.select_time = started.elapsed();
         Selection::Triangles {
@@ -348,7 +591,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
     }
 
     fn state_bytes(&self) -> usize {
-        self.state.len() * size_of::<u32>()
+        self.state.len() * size_of::<u32>() + self.deadline.len() * size_of::<Deadline>()
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {

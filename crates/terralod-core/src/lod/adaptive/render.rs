@@ -35,6 +35,10 @@ pub(super) struct Morpher<'v> {
     /// Pixels (world units for a world-error view) a drawn vertex may sit from its sample;
     /// 0 switches morphing off.
     pub budget: f32,
+    /// Eye, unit forward, pixels per radian and near distance of a screen view with the
+    /// plain bound: the bound is then evaluated here, squared first (no root, no division
+    /// for the vertices that stay on the coarse surface, most of them).
+    pub plain: Option<(glam::Vec3, glam::Vec3, f32, f32)>,
 }
 
 impl Morpher<'_> {
@@ -45,20 +49,39 @@ impl Morpher<'_> {
         if self.budget <= 0.0 || r == 0.0 {
             return h;
         }
-        let size = if self.view.camera().is_some() {
-            boxes
+        // The drawn point may leave a box by up to |r|.
+        let reach = glam::Vec3::new(0.0, r.abs(), 0.0);
+        let size = match (self.view.camera(), self.plain) {
+            (None, _) => r.abs(),
+            (Some(_), Some((eye, forward, pixels_per_radian, near))) => {
+                // `View::projected_error_bound`'s plain formula.
+                let ek = r.abs() * pixels_per_radian;
+                let mut size = 0.0f32;
+                for b in boxes.iter().flatten() {
+                    let inflated = Aabb::new(b.min - reach, b.max + reach);
+                    let centre = inflated.center() - eye;
+                    let extent = inflated.half_extent();
+                    let depth = forward.dot(centre) - forward.abs().dot(extent);
+                    if depth.is_nan() || depth <= near {
+                        return h;
+                    }
+                    let far2 = (centre.abs() + extent).length_squared();
+                    let depth2 = depth * depth;
+                    if ek * ek * far2 > self.budget * self.budget * depth2 * depth2 {
+                        size = size.max(ek * far2.sqrt() / depth2);
+                    }
+                }
+                size
+            }
+            (Some(_), None) => boxes
                 .iter()
                 .flatten()
                 .map(|b| {
-                    // The drawn point may leave the box by up to |r|.
-                    let reach = glam::Vec3::new(0.0, r.abs(), 0.0);
                     let inflated = Aabb::new(b.min - reach, b.max + reach);
                     self.view
                         .projected_error_bound(r.abs(), &inflated, self.view_angle_aware)
                 })
-                .fold(0.0f32, f32::max)
-        } else {
-            r.abs()
+                .fold(0.0f32, f32::max),
         };
         if size <= self.budget {
             base
@@ -102,18 +125,19 @@ impl AdaptiveLod<'_> {
         // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
         let (x0, z0) = (ix * size, iz * size);
         let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
-        let centre_h = {
-            let h = self.height_at(at(half, half));
-            if level == 0 {
-                h
-            } else {
-                let k = (ix & 1) | (iz & 1) << 1;
-                let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
-                morpher.height(h, 0.5 * (corners[a] + corners[b]), [Some(aabb), None])
-            }
+        let centre_sample = self.height_at(at(half, half));
+        let centre_h = if level == 0 {
+            centre_sample
+        } else {
+            let k = (ix & 1) | (iz & 1) << 1;
+            let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
+            let base = 0.5 * (corners[a] + corners[b]);
+            morpher.height(centre_sample, base, [Some(aabb), None])
         };
-        self.push_morph(at(half, half), centre_h);
+        self.push_morph(at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
+        let sides_enabled: [bool; 4] =
+            std::array::from_fn(|side| self.mid_enabled(level, ix, iz, side));
         let mut mids = [None; 4];
         for (side, (vertex, ends)) in [
             (at(size, half), (1, 3)),
@@ -124,13 +148,19 @@ impl AdaptiveLod<'_> {
         .into_iter()
         .enumerate()
         {
-            if !self.mid_enabled(level, ix, iz, side) {
+            if !sides_enabled[side] {
                 continue;
             }
-            let neighbour = self.neighbour_box(level, ix, iz, side);
             let base = 0.5 * (corners[ends.0] + corners[ends.1]);
-            let height = morpher.height(self.height_at(vertex), base, [Some(aabb), neighbour]);
-            self.push_morph(vertex, height);
+            let sample = self.height_at(vertex);
+            // The neighbour's record only when the vertex morphs at all (a cache miss).
+            let height = if sample == base || morpher.budget <= 0.0 {
+                sample
+            } else {
+                let neighbour = self.neighbour_box(level, ix, iz, side);
+                morpher.height(sample, base, [Some(aabb), neighbour])
+            };
+            self.push_morph(vertex, sample, height);
             mids[side] = Some(height);
         }
         let mut enabled_children = 0u32;
@@ -169,7 +199,7 @@ impl AdaptiveLod<'_> {
         ];
         let before = self.indices.len();
         for ((side, first, second), (a, m, b)) in EDGES.into_iter().zip(ends) {
-            if self.mid_enabled(level, ix, iz, side) {
+            if sides_enabled[side] {
                 if enabled_children & (1 << first) == 0 {
                     self.indices.extend_from_slice(&[centre, a, m]);
                 }
@@ -205,9 +235,9 @@ impl AdaptiveLod<'_> {
     }
 
     /// Records a drawn height other than the sample's, for a vertex in the buffer.
-    fn push_morph(&mut self, pos: GridPos, height: f32) {
+    fn push_morph(&mut self, pos: GridPos, sample: f32, height: f32) {
         let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
-        if inside && height != self.height_at(pos) {
+        if inside && height != sample {
             self.morphs.push(MorphedHeight {
                 vertex: self.vertices.index(pos),
                 height,

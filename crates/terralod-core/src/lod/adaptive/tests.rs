@@ -125,3 +125,53 @@ fn a_flat_terrain_is_two_by_two_fans_and_a_rough_one_refines() {
     assert_eq!(lod.select(&view).triangle_count(), 2 * 32 * 32);
     assert!(lod.enabled_squares() > 256);
 }
+
+/// A smooth flight (small steps, a slow turn, fixed τ) where most squares keep their
+/// answers: the incremental state skips them and still equals a fresh selection, drawn
+/// heights included, with the invariants intact.
+#[test]
+fn smooth_flights_skip_squares_and_equal_fresh_selections() {
+    let field = rough_field(129, 97, 7);
+    let pyramid = Pyramid::build(&field);
+    for morph in [true, false] {
+        let options = AdaptiveOptions::default().with_morph(morph);
+        let mut walker =
+            AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let (mut carried_visits, mut fresh_visits) = (0, 0);
+        for step in 0..60 {
+            let t = step as f32;
+            let eye = Vec3::new(5.0 + 1.5 * t, 350.0 - 2.0 * t, 10.0 + 0.7 * t);
+            let heading = 0.6 + 0.01 * t;
+            let target = eye + Vec3::new(heading.cos(), -0.4, heading.sin());
+            let view = View::screen(camera(eye, target), 1.0).expect("valid view");
+            let view = view.with_cull(step % 7 != 3);
+            let (triangles, morphs) = match walker.select(&view) {
+                Selection::Triangles {
+                    indices, morphs, ..
+                } => (indices.to_vec(), morphs.to_vec()),
+                Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+            };
+            carried_visits += walker.stats().nodes_visited;
+            check_invariants(&walker);
+            let mut fresh =
+                AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+            match fresh.select(&view) {
+                Selection::Triangles {
+                    indices,
+                    morphs: fresh_morphs,
+                    ..
+                } => {
+                    assert_eq!(triangles, indices, "step {step}");
+                    assert_eq!(morphs, fresh_morphs, "step {step}");
+                }
+                Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+            }
+            fresh_visits += fresh.stats().nodes_visited;
+            assert_eq!(walker.enabled_squares(), fresh.enabled_squares());
+        }
+        assert!(
+            carried_visits * 2 < fresh_visits,
+            "{carried_visits} squares evaluated along the flight, {fresh_visits} from scratch"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! what no test and no dependency holds any more.
 
 use super::records::{EAST, HeightTree, NORTH, SOUTH, WEST};
-use super::{AdaptiveLod, Tester};
+use super::{AdaptiveLod, Deadline, EXPIRED, Tester, earlier};
 use crate::camera::Containment;
 
 /// Bits of a square's state word (the article's "mesh tree" per square).
@@ -21,6 +21,8 @@ const SIDE_WANT_SHIFT: u32 = 7;
 /// that have the vertex as a corner.
 const REF_SHIFT: u32 = 11;
 const REF_MASK: u32 = 0b111;
+/// In this frame's candidates of the disable pass.
+const CANDIDATE: u32 = 1 << 23;
 
 /// The two parent edge vertices that are corners of child `k` (bit 0: east half, bit 1:
 /// south half).
@@ -96,6 +98,8 @@ impl AdaptiveLod<'_> {
             self.enable_square(level - 1, ix / 2, iz / 2);
         }
         self.state[id] |= ENABLED;
+        self.deadline[id] = EXPIRED;
+        self.enabled += 1;
         self.pending.push((level as u8, ix, iz));
         if level > 0 {
             let k = (ix & 1) | (iz & 1) << 1;
@@ -121,9 +125,19 @@ impl AdaptiveLod<'_> {
         }
     }
 
+    /// Makes `(level, ix, iz)` a candidate of this frame's disable pass.
+    fn add_candidate(&mut self, level: usize, ix: u32, iz: u32) {
+        let id = self.tree.levels[level].id(ix, iz);
+        if self.state[id] & CANDIDATE == 0 {
+            self.state[id] |= CANDIDATE;
+            self.candidates[level].push((ix, iz));
+        }
+    }
+
     /// Evaluates an enabled square: its side of its edge vertices' tests and its children's
-    /// box tests, enabling what passes.
-    fn evaluate(&mut self, tester: &Tester<'_>, level: usize, ix: u32, iz: u32) {
+    /// box tests, enabling what passes. Returns its deadline (see `Motion`): until then
+    /// no answer can change. What changed becomes a candidate of the disable pass.
+    fn evaluate(&mut self, tester: &Tester<'_>, level: usize, ix: u32, iz: u32) -> Deadline {
         self.stats.nodes_visited += 1;
         let shape = self.tree.levels[level];
         let id = shape.id(ix, iz);
@@ -131,19 +145,32 @@ impl AdaptiveLod<'_> {
         let aabb = self.tree.aabb(level, ix, iz);
         // One frustum test for the square's own tests; its children need their own only
         // when it crosses the frustum.
-        let containment = tester.classify(&aabb);
+        let (containment, mut slack) = if wanted {
+            tester.classify_slack(&aabb)
+        } else {
+            (Containment::Outside, f32::INFINITY)
+        };
         let mut side_bits = 0;
-        if wanted && containment != Containment::Outside {
+        if containment != Containment::Outside {
             for side in 0..4 {
                 let error = self.tree.side_error(self.field, level, ix, iz, side);
-                if tester.fails(error, &aabb) {
+                let (fails, side_slack) = tester.fails_slack(error, &aabb);
+                slack = slack.min(side_slack);
+                if fails {
                     side_bits |= side_want_bit(side);
                 }
             }
         }
-        let word = self.state[id] & !(0b1111 << SIDE_WANT_SHIFT);
-        self.state[id] = word | side_bits | EVALUATED;
+        let old = self.state[id];
+        let changed = (old ^ side_bits) >> SIDE_WANT_SHIFT & 0b1111;
+        self.state[id] = (old & !(0b1111 << SIDE_WANT_SHIFT)) | side_bits | EVALUATED;
         self.lists[level].push((ix, iz));
+        for side in 0..4 {
+            if changed & (1 << side) != 0 {
+                let (ox, oz, _) = owner_of(ix, iz, side);
+                self.add_candidate(level, ox, oz);
+            }
+        }
         if level < self.finest {
             let straddles = self.tree.straddles(level, ix, iz);
             let child = self.tree.levels[level + 1];
@@ -154,22 +181,39 @@ impl AdaptiveLod<'_> {
                 }
                 let cid = child.id(cx, cz);
                 let want = straddles
-                    || (wanted && containment != Containment::Outside && {
+                    || (containment != Containment::Outside && {
                         let error = self.tree.records[cid].subtree_error;
                         let child_box = self.tree.aabb(level + 1, cx, cz);
-                        if containment == Containment::Inside {
-                            tester.fails(error, &child_box)
+                        let (fails, test_slack) = if containment == Containment::Inside {
+                            tester.fails_slack(error, &child_box)
+                        } else if error <= 0.0 {
+                            (false, f32::INFINITY)
                         } else {
-                            tester.needs(error, &child_box)
-                        }
+                            match tester.classify_slack(&child_box) {
+                                (Containment::Outside, outside) => (false, outside),
+                                (_, seen) => {
+                                    let (fails, test) = tester.fails_slack(error, &child_box);
+                                    (fails, seen.min(test))
+                                }
+                            }
+                        };
+                        slack = slack.min(test_slack);
+                        fails
                     });
+                let was = self.state[cid] & WANTED != 0;
                 if want {
-                    self.state[cid] |= WANTED;
+                    if !was {
+                        // Its own tests depend on this bit: test it again.
+                        self.state[cid] |= WANTED;
+                        self.deadline[cid] = EXPIRED;
+                    }
                     if self.state[cid] & ENABLED == 0 {
                         self.enable_square(level + 1, cx, cz);
                     }
-                } else {
+                } else if was {
                     self.state[cid] &= !WANTED;
+                    self.deadline[cid] = EXPIRED;
+                    self.add_candidate(level + 1, cx, cz);
                 }
             }
         }
@@ -179,47 +223,65 @@ impl AdaptiveLod<'_> {
                 self.enable_mid(level, ox, oz, owned);
             }
         }
+        self.motion.deadline(slack, tester.reach(&aabb))
     }
 
-    /// Evaluates `(level, ix, iz)` and then its enabled, not yet evaluated descendants
-    /// (parents before children, so a child's wanted bit is current when it is read).
-    fn evaluate_subtree(&mut self, tester: &Tester<'_>, level: usize, ix: u32, iz: u32) {
+    /// Evaluates `(level, ix, iz)` and then its enabled descendants, skipping every subtree
+    /// whose deadline has not passed; returns and stores the subtree's new deadline.
+    fn visit(&mut self, tester: &Tester<'_>, level: usize, ix: u32, iz: u32) -> Deadline {
         let id = self.tree.levels[level].id(ix, iz);
-        if self.state[id] & EVALUATED != 0 {
-            return;
+        if !self.full && !self.motion.due(self.deadline[id]) {
+            return self.deadline[id];
         }
-        self.evaluate(tester, level, ix, iz);
+        let mut deadline = self.evaluate(tester, level, ix, iz);
         if level < self.finest {
             let child = self.tree.levels[level + 1];
             for k in 0..4 {
                 let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
                 if child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0 {
-                    self.evaluate_subtree(tester, level + 1, cx, cz);
+                    deadline = earlier(deadline, self.visit(tester, level + 1, cx, cz));
                 }
             }
         }
+        self.deadline[id] = deadline;
+        deadline
     }
 
-    /// The enable pass: every enabled square is evaluated once, the ones enabled during
-    /// the pass included. Afterwards the state holds every square and vertex whose test
-    /// passes and is closed under the dependencies.
+    /// The enable pass: every enabled square whose deadline has passed (all of them on a
+    /// full update) is evaluated, and every square enabled during the pass, parents before
+    /// children. Afterwards the state holds every square and vertex whose test passes and
+    /// is closed under the dependencies; squares not evaluated kept answers that cannot
+    /// have changed.
     pub(super) fn enable_pass(&mut self, tester: &Tester<'_>) {
         for list in &mut self.lists {
             list.clear();
         }
         self.pending.clear();
-        self.evaluate_subtree(tester, 0, 0, 0);
-        while let Some((level, ix, iz)) = self.pending.pop() {
-            // Start from the highest ancestor not evaluated yet (the root always is).
-            let (mut level, mut ix, mut iz) = (level as usize, ix, iz);
+        self.visit(tester, 0, 0, 0);
+        // Squares enabled by propagation outside the subtrees visited, in the order they
+        // were enabled (a parent is always enabled before its children).
+        let mut next = 0;
+        while next < self.pending.len() {
+            let (level, ix, iz) = self.pending[next];
+            next += 1;
+            let level = level as usize;
+            let id = self.tree.levels[level].id(ix, iz);
+            if self.state[id] & EVALUATED != 0 {
+                continue;
+            }
+            let deadline = self.evaluate(tester, level, ix, iz);
+            self.deadline[id] = deadline;
+            // Its ancestors' subtree deadlines include it.
+            let (mut level, mut ix, mut iz) = (level, ix, iz);
             while level > 0 {
-                let parent = self.tree.levels[level - 1].id(ix / 2, iz / 2);
-                if self.state[parent] & EVALUATED != 0 {
+                (level, ix, iz) = (level - 1, ix / 2, iz / 2);
+                let parent = self.tree.levels[level].id(ix, iz);
+                let merged = earlier(self.deadline[parent], deadline);
+                if merged == self.deadline[parent] {
                     break;
                 }
-                (level, ix, iz) = (level - 1, ix / 2, iz / 2);
+                self.deadline[parent] = merged;
             }
-            self.evaluate_subtree(tester, level, ix, iz);
         }
     }
 
@@ -230,11 +292,17 @@ impl AdaptiveLod<'_> {
     /// sub-square needs its parent and two of its parent's edge vertices; an edge vertex
     /// needs the two squares sharing it), so one pass in this order leaves exactly the
     /// least closed set holding every passing test: the state a fresh instance reaches.
+    ///
+    /// Only candidates are looked at: the squares whose rules' inputs changed this frame
+    /// (a want bit, a wanted bit, a reference count, a vertex or sub-square disabled). Every
+    /// other enabled square and vertex failed its rule last frame and still does.
     pub(super) fn disable_pass(&mut self) {
         for level in (0..=self.finest).rev() {
             let shape = self.tree.levels[level];
-            for i in 0..self.lists[level].len() {
-                let (ix, iz) = self.lists[level][i];
+            let mut i = 0;
+            while i < self.candidates[level].len() {
+                let (ix, iz) = self.candidates[level][i];
+                i += 1;
                 let id = shape.id(ix, iz);
                 for side in [EAST, SOUTH, NORTH, WEST] {
                     let owned = match side {
@@ -249,20 +317,23 @@ impl AdaptiveLod<'_> {
                     if word & side_want_bit(side) != 0 {
                         continue;
                     }
-                    let wanted_across =
-                        across(&self.tree, level, ix, iz, side).is_some_and(|(x, z, back)| {
-                            self.state[shape.id(x, z)] & side_want_bit(back) != 0
-                        });
+                    let across = across(&self.tree, level, ix, iz, side);
+                    let wanted_across = across.is_some_and(|(x, z, back)| {
+                        self.state[shape.id(x, z)] & side_want_bit(back) != 0
+                    });
                     if !wanted_across {
                         self.state[id] &= !mid_bit(side);
+                        if let Some((x, z, _)) = across {
+                            self.add_candidate(level, x, z);
+                        }
                     }
                 }
             }
             if level == 0 {
                 break;
             }
-            for i in 0..self.lists[level].len() {
-                let (ix, iz) = self.lists[level][i];
+            for i in 0..self.candidates[level].len() {
+                let (ix, iz) = self.candidates[level][i];
                 let id = shape.id(ix, iz);
                 let word = self.state[id];
                 if word & (ENABLED | WANTED) != ENABLED {
@@ -282,11 +353,14 @@ impl AdaptiveLod<'_> {
                     }
                 }
                 self.state[id] &= !ENABLED;
+                self.enabled -= 1;
+                self.add_candidate(level - 1, ix / 2, iz / 2);
                 let k = (ix & 1) | (iz & 1) << 1;
                 for side in parent_sides(k) {
                     let (ox, oz, owned) = owner_of(ix / 2, iz / 2, side);
                     let owner = self.tree.levels[level - 1].id(ox, oz);
                     self.state[owner] -= 1 << (REF_SHIFT + 3 * owned as u32);
+                    self.add_candidate(level - 1, ox, oz);
                 }
             }
         }
@@ -295,6 +369,10 @@ impl AdaptiveLod<'_> {
             for &(ix, iz) in &self.lists[level] {
                 self.state[shape.id(ix, iz)] &= !EVALUATED;
             }
+            for &(ix, iz) in &self.candidates[level] {
+                self.state[shape.id(ix, iz)] &= !CANDIDATE;
+            }
+            self.candidates[level].clear();
         }
     }
 }

@@ -83,6 +83,8 @@ struct GpuPatch {
     step: u32,
     /// Where the patch lies relative to the LOD's frustum: 0 inside, 1 crossing, 2 outside.
     frustum: u32,
+    /// The level shown in LOD colours.
+    level: u32,
 }
 
 /// What the last [`TerrainRenderer::prepare`] set up to draw.
@@ -484,6 +486,7 @@ impl TerrainRenderer {
                         Containment::Intersecting => 1,
                         Containment::Outside => 2,
                     },
+                    level: p.level,
                 };
                 counts[b] += 1;
             }

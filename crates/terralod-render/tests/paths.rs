@@ -81,6 +81,7 @@ fn grids(field: &Heightfield) -> Grids {
                 origin: GridPos::new(px * PATCH_SIDE, pz * PATCH_SIDE),
                 step: 1,
                 index_buffer: u32::from(!slash(px, pz)),
+                level: 0,
                 frustum: Containment::Inside,
             });
         }

@@ -164,13 +164,19 @@ impl ChunkedOptions {
     }
 }
 
-/// The instance of shared index buffer `index_buffer` for the block at `origin` (the one
-/// place instances are made, so a new instance field is one edit).
-fn patch_instance(origin: GridPos, index_buffer: u32, frustum: Containment) -> PatchInstance {
+/// The instance of shared index buffer `index_buffer` for the block at `origin` drawn at
+/// `level` (the one place instances are made, so a new instance field is one edit).
+fn patch_instance(
+    origin: GridPos,
+    index_buffer: u32,
+    level: u32,
+    frustum: Containment,
+) -> PatchInstance {
     PatchInstance {
         origin,
         step: 1,
         index_buffer,
+        level,
         frustum,
     }
 }
@@ -648,7 +654,7 @@ impl<'a> ChunkedLod<'a> {
                 let count = self.buffer_triangles[buffer as usize];
                 if count > 0 {
                     triangles += u64::from(count);
-                    instances.push(patch_instance(origin, buffer, frustum));
+                    instances.push(patch_instance(origin, buffer, level, frustum));
                 }
             };
             push(self.patch.interior(level), &mut self.instances);
@@ -1207,7 +1213,13 @@ mod tests {
             let mut lod = ChunkedLod::new(&field, &pyramid, options(16, 2.0, false));
             for camera in cameras {
                 let view = View::screen(camera, 1.0).expect("valid");
-                lod.select(&view);
+                if let Selection::Patches { instances, .. } = lod.select(&view) {
+                    // The LOD colours show the block's level, not the sampling step.
+                    let patch = StitchedPatch::new(4).expect("valid");
+                    for instance in instances {
+                        assert_eq!(instance.level, patch.level_of_buffer(instance.index_buffer));
+                    }
+                }
                 assert!(lod.stats().nodes_drawn > 0);
                 visited.push((lod.stats().nodes_visited, lod.stats().nodes_drawn));
             }
@@ -1347,11 +1359,12 @@ mod tests {
                 let mut instances = vec![patch_instance(
                     origin,
                     patch.interior(level),
+                    level,
                     Containment::Inside,
                 )];
                 for side in Side::ALL {
                     if let Some(seam) = patch.seam(level, side, variant) {
-                        instances.push(patch_instance(origin, seam, Containment::Inside));
+                        instances.push(patch_instance(origin, seam, level, Containment::Inside));
                     }
                 }
                 Selection::Patches {

@@ -43,6 +43,8 @@ struct PatchInstance {
     step: u32,
     // Relative to the LOD's frustum: 0 inside, 1 crossing its boundary, 2 outside.
     frustum: u32,
+    // The level shown in LOD colours.
+    level: u32,
 }
 
 const WIREFRAME: u32 = 1u;
@@ -151,7 +153,7 @@ fn patch_vertex(local_index: u32, instance: u32, barycentric: vec3<f32>) -> Terr
     let side = frame.mode.y + 1u;
     let col = tile.origin_col + tile.step * (local_index % side);
     let row = tile.origin_row + tile.step * (local_index / side);
-    let level = log2(f32(max(tile.step, 1u)));
+    let level = f32(tile.level);
     var height = sample_height(col, row);
     if frame.mode.w > 0u {
         height = morphed_patch_height(col, row, height);

@@ -532,6 +532,7 @@ impl<'a> PatchesLod<'a> {
                     origin,
                     step,
                     index_buffer,
+                    level: step.trailing_zeros(),
                     frustum,
                 };
                 self.instances.push(instance(self.stitched.interior(0)));

@@ -280,3 +280,49 @@ fn chunked_select_loop() {
         medians[medians.len() / 2]
     );
 }
+
+/// Where `--morph`'s remaining popping comes from: the largest jump between two
+/// consecutive frames at the same ten places of the path, flown in 200 and in 2,000
+/// frames. A jump that shrinks tenfold with the camera's step is the morph itself (its
+/// factor moves by `step / (q − w)` a frame); a jump that does not is a discontinuity.
+#[test]
+#[ignore = "release only: popping on the Grand Canyon set"]
+fn chunked_popping_against_camera_speed() {
+    let Some(field) = grand_canyon() else {
+        return;
+    };
+    let pyramid = Pyramid::build(&field);
+    let entry = REGISTRY
+        .iter()
+        .find(|e| e.name == "chunked")
+        .expect("registered");
+    for morph in [false, true] {
+        let options = chunked(ChunkedOptions {
+            morph,
+            ..ChunkedOptions::DEFAULT
+        });
+        let mut lod = (entry.build)(&field, &pyramid, &options);
+        for frames in [200usize, 2_000] {
+            let flight = path(245_760.0, 122_880.0, frames);
+            let mut worst = Vec::new();
+            for place in 0..10 {
+                let i = place * frames / 10 + frames / 20;
+                let before = lod
+                    .select(&View::screen(flight[i], 1.0).expect("valid"))
+                    .to_mesh(&field);
+                let after = lod
+                    .select(&View::screen(flight[i + 1], 1.0).expect("valid"))
+                    .to_mesh(&field);
+                let popping =
+                    terralod_testkit::measure_popping(&field, &before, &after, &flight[i + 1])
+                        .expect("valid camera");
+                let step = flight[i].eye.distance(flight[i + 1].eye);
+                worst.push(format!("{:.2} px ({step:.0} m)", popping.max));
+            }
+            println!(
+                "morph {morph}, {frames} frames: largest jump per place (camera step): {}",
+                worst.join(", ")
+            );
+        }
+    }
+}

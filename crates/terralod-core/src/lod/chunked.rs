@@ -53,15 +53,17 @@
 //!
 //! # Visibility (C6)
 //!
-//! A flood fill over 4-neighbour blocks from the block where the view axis (between the
-//! near and far planes) enters the terrain's box. It walks the blocks whose column is not
-//! outside the frustum: the columns meeting the convex frustum are those whose square
-//! meets its (convex) plan shadow, and closed squares meeting a convex set are
-//! 4-connected, so the fill reaches every one from the seed, which truly meets the
-//! frustum. Of those, the blocks whose own box is not outside are drawn. Per-block frame
-//! stamps mark what was reached, so nothing is cleared and the cost follows the visible
-//! area. When the view axis misses the terrain (looking away or up from outside), every
-//! column is tested once. Without culling every block is drawn.
+//! A flood fill over 4-neighbour blocks whose *column* meets the view volume: the frustum
+//! cut to the terrain's height range projects in plan to a convex polygon (`Shadow`),
+//! and a column meets the frustum exactly when its square meets that polygon. Closed
+//! squares meeting a convex set are 4-connected, so the fill reaches every one from any
+//! one of them, and it stops at the far plane. The seed is found in constant time: a point
+//! of the view volume inside the terrain's box (the view axis, else the frustum's edges
+//! clipped to the box, else the box's edges clipped to the frustum); none means nothing is
+//! in view. Of the blocks reached, those whose own box is not outside are drawn, the box
+//! tested against only the planes its column crosses (`ColumnPlanes`). Per-block frame
+//! stamps mark what was reached, so nothing is cleared: the cost follows the visible area,
+//! not the terrain's size. Without culling every block is drawn.
 
 use super::stitched_patch::{SeamNeighbour, Side, StitchedPatch};
 use super::{

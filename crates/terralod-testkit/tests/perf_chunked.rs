@@ -296,9 +296,10 @@ fn chunked_popping_against_camera_speed() {
         .iter()
         .find(|e| e.name == "chunked")
         .expect("registered");
-    for morph in [false, true] {
+    for (morph, lod_distance) in [(false, 2.0), (true, 2.0), (true, 4.0)] {
         let options = chunked(ChunkedOptions {
             morph,
+            lod_distance,
             ..ChunkedOptions::DEFAULT
         });
         let mut lod = (entry.build)(&field, &pyramid, &options);
@@ -317,10 +318,14 @@ fn chunked_popping_against_camera_speed() {
                     terralod_testkit::measure_popping(&field, &before, &after, &flight[i + 1])
                         .expect("valid camera");
                 let step = flight[i].eye.distance(flight[i + 1].eye);
-                worst.push(format!("{:.2} px ({step:.0} m)", popping.max));
+                worst.push(format!(
+                    "{:.2} px ({step:.0} m, {} triangles)",
+                    popping.max,
+                    lod.stats().triangles
+                ));
             }
             println!(
-                "morph {morph}, {frames} frames: largest jump per place (camera step): {}",
+                "morph {morph}, q = {lod_distance} w, {frames} frames: largest jump per place (camera step): {}",
                 worst.join(", ")
             );
         }

@@ -98,6 +98,8 @@ struct GpuPatch {
     frustum: u32,
     /// Its pool slot (unused without a pool).
     slot: u32,
+    /// The level shown in LOD colours.
+    level: u32,
 }
 
 /// Buffers a new renderer holds: uniforms, indices, instances, morphs, lines and the pool
@@ -532,6 +534,7 @@ impl TerrainRenderer {
                         Containment::Outside => 2,
                     },
                     slot: p.slot,
+                    level: p.level,
                 };
                 counts[b] += 1;
             }

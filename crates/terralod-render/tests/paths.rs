@@ -79,6 +79,7 @@ fn grids(field: &Heightfield) -> Grids {
                 origin: GridPos::new(px * PATCH_SIDE, pz * PATCH_SIDE),
                 step: 1,
                 index_buffer: u32::from(!slash(px, pz)),
+                level: 0,
                 frustum: Containment::Inside,
                 slot: PatchInstance::NO_SLOT,
             });
@@ -240,8 +241,8 @@ fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     let settings = FrameSettings::new(overview_camera(&field));
     let lines = DebugLines::new();
     let uniforms = 288;
-    // Origin, step, frustum and pool slot: five words per instance.
-    let instance_bytes = 20;
+    // Origin, step, frustum, pool slot and level: six words per instance.
+    let instance_bytes = 24;
 
     renderer.prepare(&ctx, &triangles, &settings, &lines);
     let warm = renderer.upload_stats();

@@ -13,6 +13,9 @@ use terralod_render::{
     COLOUR_FORMAT, DebugLines, FrameSettings, SLOT_VERTEX_BYTES, TerrainRenderer,
 };
 
+/// Origin, step, frustum, pool slot and level: six words per instance.
+const INSTANCE_BYTES: u64 = 24;
+
 /// The same selection without its pool: drawn from the height texture, the old way.
 fn without_pool<'a>(selection: &Selection<'a>) -> Selection<'a> {
     match *selection {
@@ -231,7 +234,7 @@ fn a_camera_walk_uploads_only_refilled_slots_and_creates_no_buffer() {
             assert_eq!(stats.slot_bytes_last_frame, refilled * slot_bytes);
             assert_eq!(
                 stats.bytes_last_frame,
-                refilled * slot_bytes + instance_count * 20 + uniforms,
+                refilled * slot_bytes + instance_count * INSTANCE_BYTES + uniforms,
                 "frame {k}: slots, instances and uniforms only"
             );
             if pass == 1 {

@@ -1,11 +1,11 @@
 //! Algorithm C beyond the registry-wide properties (which run it with 64-segment blocks,
 //! one block on their small grids): with 16-segment blocks, several blocks a side, the
-//! flood fill draws exactly the blocks a full scan would, neighbours stay within one level
+//! flood fill draws every block truly in view and none the box test rules out, neighbours stay within one level
 //! in every mode, and the error-aware option keeps the view's tolerance by the oracles.
 
 use proptest::prelude::*;
 use terralod_core::lod::{ChunkedLod, ChunkedOptions, LodAlgorithm, LodOptions, View};
-use terralod_core::{Containment, Pyramid};
+use terralod_core::{Aabb, Camera, Containment, Pyramid};
 use terralod_testkit::fixtures::exact_heights;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance, arb_scene};
 use terralod_testkit::{GridRect, check_mesh, measure_error};
@@ -32,6 +32,67 @@ fn options(error_aware: bool, view_angle_aware: bool) -> LodOptions {
         },
         ..LodOptions::default()
     }
+}
+
+/// How deep `aabb` and `camera`'s view volume overlap, in world units: the smallest
+/// overlap of their projections over the separating axes of two convex solids (the box's
+/// axes, the frustum's face normals and the cross products of their edges), negative
+/// when an axis separates them. Exact up to f64 rounding: independent of the conservative
+/// plane test and of the algorithm's plan shadow.
+fn overlap_depth(camera: &Camera, aabb: &Aabb) -> f64 {
+    let v = |p: glam::Vec3| [f64::from(p.x), f64::from(p.y), f64::from(p.z)];
+    let (forward, right, up) = (v(camera.forward()), v(camera.right()), v(camera.up()));
+    let eye = v(camera.eye);
+    let tan = (0.5 * f64::from(camera.fov_y)).tan();
+    let aspect = f64::from(camera.aspect());
+    let mut frustum = Vec::new();
+    for distance in [f64::from(camera.near), f64::from(camera.far)] {
+        for (sx, sy) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)] {
+            frustum.push(std::array::from_fn::<f64, 3, _>(|k| {
+                eye[k]
+                    + forward[k] * distance
+                    + right[k] * sx * distance * tan * aspect
+                    + up[k] * sy * distance * tan
+            }));
+        }
+    }
+    let boxed: Vec<[f64; 3]> = aabb.corners().iter().map(|&c| v(c)).collect();
+    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let cross = |a: [f64; 3], b: [f64; 3]| {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    };
+    let box_axes = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    let mut edges = vec![right, up];
+    edges.extend((0..4).map(|i| sub(frustum[i + 4], frustum[i])));
+    let mut axes = box_axes.to_vec();
+    // Face normals: the near/far faces (forward) and the four side faces.
+    axes.push(forward);
+    axes.extend((0..4).map(|i| cross(edges[2 + i], edges[2 + (i + 1) % 4])));
+    for e in &edges {
+        axes.extend(box_axes.iter().map(|&a| cross(*e, a)));
+    }
+    let mut depth = f64::INFINITY;
+    for axis in axes {
+        let length = axis.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if length < 1e-12 {
+            continue;
+        }
+        let project = |points: &[[f64; 3]]| {
+            points
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                    let d = (p[0] * axis[0] + p[1] * axis[1] + p[2] * axis[2]) / length;
+                    (lo.min(d), hi.max(d))
+                })
+        };
+        let ((a0, a1), (b0, b1)) = (project(&frustum), project(&boxed));
+        depth = depth.min(a1.min(b1) - a0.max(b0));
+    }
+    depth
 }
 
 /// Drawn blocks' levels: 4-neighbours at most one level apart.
@@ -61,8 +122,9 @@ fn assert_neighbours_within_one(lod: &ChunkedLod<'_>) -> Result<(), TestCaseErro
 proptest! {
     #![proptest_config(config())]
 
-    /// C6: the flood fill from the view axis draws exactly the blocks whose box a full
-    /// scan finds not outside the frustum, whatever the camera.
+    /// C6: the flood fill draws every block whose box truly meets the view volume
+    /// (exact separating-axis test, with a rounding margin) and only blocks the plane
+    /// test does not rule out, whatever the camera.
     #[test]
     fn the_flood_fill_finds_every_block_in_view((field, camera, pixels) in arb_scene(100)) {
         let pyramid = Pyramid::build(&field);
@@ -72,19 +134,21 @@ proptest! {
         let mut all = Vec::new();
         lod.drawn_boxes(&mut all);
         let frustum = camera.frustum();
-        let key = |b: &terralod_core::Aabb| (b.min.x.to_bits(), b.min.z.to_bits());
-        let mut expected: Vec<_> = all
-            .iter()
-            .filter(|b| frustum.classify(b) != Containment::Outside)
-            .map(key)
-            .collect();
+        let key = |b: &Aabb| (b.min.x.to_bits(), b.min.z.to_bits());
+        let scale = f64::from(camera.eye.abs().max_element().max(camera.far).max(1.0));
         lod.select(&view);
         let mut drawn = Vec::new();
         lod.drawn_boxes(&mut drawn);
-        let mut drawn: Vec<_> = drawn.iter().map(key).collect();
-        expected.sort_unstable();
-        drawn.sort_unstable();
-        prop_assert_eq!(drawn, expected);
+        let drawn: std::collections::HashSet<_> = drawn.iter().map(key).collect();
+        for b in &all {
+            let depth = overlap_depth(&camera, b);
+            if depth > 1e-4 * scale {
+                prop_assert!(drawn.contains(&key(b)), "{:?} meets the view by {} but is not drawn", b, depth);
+            }
+            if drawn.contains(&key(b)) {
+                prop_assert!(frustum.classify(b) != Containment::Outside, "{:?} drawn but outside", b);
+            }
+        }
         prop_assert!(lod.stats().nodes_visited <= all.len() as u64);
     }
 

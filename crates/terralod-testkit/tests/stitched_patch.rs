@@ -51,6 +51,7 @@ fn instances(patch: &StitchedPatch, levels: &[u32], blocks: usize) -> Vec<PatchI
                 origin,
                 step: 1,
                 index_buffer,
+                level,
                 frustum: Containment::Inside,
                 slot: PatchInstance::NO_SLOT,
             };

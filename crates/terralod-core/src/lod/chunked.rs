@@ -53,15 +53,17 @@
 //!
 //! # Visibility (C6)
 //!
-//! A flood fill over 4-neighbour blocks from the block where the view axis (between the
-//! near and far planes) enters the terrain's box. It walks the blocks whose column is not
-//! outside the frustum: the columns meeting the convex frustum are those whose square
-//! meets its (convex) plan shadow, and closed squares meeting a convex set are
-//! 4-connected, so the fill reaches every one from the seed, which truly meets the
-//! frustum. Of those, the blocks whose own box is not outside are drawn. Per-block frame
-//! stamps mark what was reached, so nothing is cleared and the cost follows the visible
-//! area. When the view axis misses the terrain (looking away or up from outside), every
-//! column is tested once. Without culling every block is drawn.
+//! A flood fill over 4-neighbour blocks whose *column* meets the view volume: the frustum
+//! cut to the terrain's height range projects in plan to a convex polygon (`Shadow`),
+//! and a column meets the frustum exactly when its square meets that polygon. Closed
+//! squares meeting a convex set are 4-connected, so the fill reaches every one from any
+//! one of them, and it stops at the far plane. The seed is found in constant time: a point
+//! of the view volume inside the terrain's box (the view axis, else the frustum's edges
+//! clipped to the box, else the box's edges clipped to the frustum); none means nothing is
+//! in view. Of the blocks reached, those whose own box is not outside are drawn, the box
+//! tested against only the planes its column crosses (`ColumnPlanes`). Per-block frame
+//! stamps mark what was reached, so nothing is cleared: the cost follows the visible area,
+//! not the terrain's size. Without culling every block is drawn.
 
 use super::stitched_patch::{SeamNeighbour, Side, StitchedPatch};
 use super::{
@@ -164,13 +166,19 @@ impl ChunkedOptions {
     }
 }
 
-/// The instance of shared index buffer `index_buffer` for the block at `origin` (the one
-/// place instances are made, so a new instance field is one edit).
-fn patch_instance(origin: GridPos, index_buffer: u32, frustum: Containment) -> PatchInstance {
+/// The instance of shared index buffer `index_buffer` for the block at `origin` drawn at
+/// `level` (the one place instances are made, so a new instance field is one edit).
+fn patch_instance(
+    origin: GridPos,
+    index_buffer: u32,
+    level: u32,
+    frustum: Containment,
+) -> PatchInstance {
     PatchInstance {
         origin,
         step: 1,
         index_buffer,
+        level,
         frustum,
         slot: PatchInstance::NO_SLOT,
     }
@@ -179,6 +187,15 @@ fn patch_instance(origin: GridPos, index_buffer: u32, frustum: Containment) -> P
 /// Per-block flag: pinned at level 0 with same-level seams (see the module docs).
 const PINNED: u8 = 0x80;
 const LEVEL_MASK: u8 = 0x7f;
+
+/// A block drawn this frame: its coordinates (kept, so that no hot loop divides by the
+/// row length) and where it lies relative to the frustum (P6's debug shading).
+#[derive(Clone, Copy, Debug)]
+struct DrawnBlock {
+    bx: u32,
+    bz: u32,
+    frustum: Containment,
+}
 
 /// Algorithm C. Owns its index buffers, block data and per-frame buffers.
 #[derive(Debug)]
@@ -211,9 +228,18 @@ pub struct ChunkedLod<'a> {
     drawn_in: Vec<u32>,
     /// Per block: level and [`PINNED`], valid for blocks drawn this frame.
     levels: Vec<u8>,
-    queue: Vec<u32>,
-    /// Blocks drawn this frame, with where they lie relative to the frustum (P6's shading).
-    drawn: Vec<(u32, Containment)>,
+    /// Work list of the flood fill and of the level constraints, as block coordinates.
+    queue: Vec<(u32, u32)>,
+    /// Blocks drawn this frame.
+    drawn: Vec<DrawnBlock>,
+    /// This frame's view volume in plan, for the column tests.
+    shadow: Shadow,
+    /// This frame's frustum planes over the columns.
+    column_planes: ColumnPlanes,
+    /// A block's side in world units.
+    block_width: f32,
+    /// Triangles per shared index buffer (so counting them reads no buffer).
+    buffer_triangles: Vec<u32>,
     instances: Vec<PatchInstance>,
     stats: SelectionStats,
 }
@@ -265,6 +291,11 @@ impl<'a> ChunkedLod<'a> {
             Vec::new()
         };
         let count = (blocks_x * blocks_z) as usize;
+        let buffer_triangles = patch
+            .buffers()
+            .iter()
+            .map(|b| (b.len() / 3) as u32)
+            .collect();
         ChunkedLod {
             field,
             options,
@@ -293,6 +324,10 @@ impl<'a> ChunkedLod<'a> {
             levels: vec![0; count],
             queue: Vec::new(),
             drawn: Vec::new(),
+            shadow: Shadow::default(),
+            column_planes: ColumnPlanes::default(),
+            block_width: width as f32,
+            buffer_triangles,
             instances: Vec::new(),
             stats: SelectionStats::default(),
         }
@@ -333,22 +368,15 @@ impl<'a> ChunkedLod<'a> {
         let d = outside(column.min.x, column.max.x, eye.x)
             .max(outside(column.min.y, column.max.y, eye.y))
             .max(outside(column.min.z, column.max.z, eye.z));
-        let level = (d / self.lod_distance).floor();
-        if level >= f64::from(self.coarsest) {
-            self.coarsest
-        } else {
-            level as u32
-        }
+        // `d ≥ 0`: truncation is the floor (and saturates far away).
+        ((d / self.lod_distance) as u32).min(self.coarsest)
     }
 
     /// The blocks drawn by the last selection, as `(bx, bz, level)`.
     pub fn drawn_blocks(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
-        self.drawn.iter().map(|&(b, _)| {
-            (
-                b % self.blocks_x,
-                b / self.blocks_x,
-                u32::from(self.levels[b as usize] & LEVEL_MASK),
-            )
+        self.drawn.iter().map(|d| {
+            let block = self.index(d.bx, d.bz);
+            (d.bx, d.bz, u32::from(self.levels[block] & LEVEL_MASK))
         })
     }
 
@@ -362,106 +390,156 @@ impl<'a> ChunkedLod<'a> {
         }
     }
 
-    /// The neighbour of `block` across `side`, if the terrain has one there.
+    /// Index of block `(bx, bz)` in the per-block arrays.
     #[inline]
-    fn neighbour(&self, block: u32, side: Side) -> Option<u32> {
-        let (bx, bz) = (block % self.blocks_x, block / self.blocks_x);
+    fn index(&self, bx: u32, bz: u32) -> usize {
+        (bz * self.blocks_x + bx) as usize
+    }
+
+    /// The neighbour of block `(bx, bz)` across `side`, if the terrain has one there.
+    #[inline]
+    fn neighbour(&self, bx: u32, bz: u32, side: Side) -> Option<(u32, u32)> {
         match side {
-            Side::North => (bz > 0).then(|| block - self.blocks_x),
-            Side::East => (bx + 1 < self.blocks_x).then_some(block + 1),
-            Side::South => (bz + 1 < self.blocks_z).then(|| block + self.blocks_x),
-            Side::West => (bx > 0).then(|| block - 1),
+            Side::North => (bz > 0).then(|| (bx, bz - 1)),
+            Side::East => (bx + 1 < self.blocks_x).then_some((bx + 1, bz)),
+            Side::South => (bz + 1 < self.blocks_z).then_some((bx, bz + 1)),
+            Side::West => (bx > 0).then(|| (bx - 1, bz)),
         }
     }
 
-    fn draw(&mut self, block: u32, frustum: Containment) {
-        self.drawn_in[block as usize] = self.frame;
-        self.drawn.push((block, frustum));
+    fn draw(&mut self, bx: u32, bz: u32, frustum: Containment) {
+        let block = self.index(bx, bz);
+        self.drawn_in[block] = self.frame;
+        self.drawn.push(DrawnBlock { bx, bz, frustum });
     }
 
     /// Marks every block drawn (no culling).
     fn draw_all(&mut self) {
-        for block in 0..self.blocks_x * self.blocks_z {
-            self.draw(block, Containment::Inside);
+        for bz in 0..self.blocks_z {
+            for bx in 0..self.blocks_x {
+                self.draw(bx, bz, Containment::Inside);
+            }
         }
         self.stats.nodes_visited = u64::from(self.blocks_x * self.blocks_z);
     }
 
-    /// Where the view axis, between the near and far planes, enters the terrain's box.
-    fn seed(&self, camera: &Camera) -> Option<u32> {
-        let dir = camera.forward();
-        let (mut t0, mut t1) = (camera.near, camera.far);
-        for axis in 0..3 {
-            let (lo, hi, e, d) = (
-                self.terrain_box.min[axis],
-                self.terrain_box.max[axis],
-                camera.eye[axis],
-                dir[axis],
-            );
-            if d == 0.0 {
-                if e < lo || e > hi {
-                    return None;
-                }
-            } else {
-                let (a, b) = ((lo - e) / d, (hi - e) / d);
-                t0 = t0.max(a.min(b));
-                t1 = t1.min(a.max(b));
-            }
-        }
-        // NaN (a degenerate direction) fails this too.
-        if t0
-            .partial_cmp(&t1)
-            .is_none_or(|o| o == std::cmp::Ordering::Greater)
-        {
-            return None;
-        }
-        let p = camera.eye + dir * t0;
+    /// The block whose square (in plan) holds `point`, clamped to the terrain.
+    fn block_at(&self, point: Vec3) -> (u32, u32) {
         let width = self.terrain_box.max.x / self.blocks_x as f32;
         let depth = self.terrain_box.max.z / self.blocks_z as f32;
-        let bx = ((p.x / width).floor().max(0.0) as u32).min(self.blocks_x - 1);
-        let bz = ((p.z / depth).floor().max(0.0) as u32).min(self.blocks_z - 1);
-        Some(bz * self.blocks_x + bx)
+        let bx = ((point.x / width).floor().max(0.0) as u32).min(self.blocks_x - 1);
+        let bz = ((point.z / depth).floor().max(0.0) as u32).min(self.blocks_z - 1);
+        (bx, bz)
     }
 
-    /// Tests `block`'s column once this frame; true when it is not outside.
-    fn reach(&mut self, frustum: &Frustum, block: u32) -> bool {
-        if self.reached[block as usize] == self.frame {
+    /// Points of the terrain's box inside the view volume, to seed the flood fill from, in
+    /// constant time: the view axis's part between the near and far planes first, then
+    /// the frustum's twelve edges clipped to the box, then the box's twelve edges clipped
+    /// to the frustum. Two convex solids that meet have an edge of one meeting the other,
+    /// so when every candidate misses, no column meets the view volume.
+    fn seed_points(
+        &self,
+        camera: &Camera,
+        frustum: &Frustum,
+    ) -> impl Iterator<Item = Vec3> + use<> {
+        let corners = frustum_corners(camera);
+        let terrain = self.terrain_box;
+        let frustum = *frustum;
+        let forward = camera.forward();
+        let axis = (
+            camera.eye + forward * camera.near,
+            camera.eye + forward * camera.far,
+        );
+        let box_corners = terrain.corners();
+        std::iter::once(axis)
+            .chain(
+                BOX_EDGES
+                    .iter()
+                    .map(move |&(a, b)| (corners[a], corners[b])),
+            )
+            .filter_map(move |(a, b)| segment_in_box(a, b, &terrain))
+            .chain(BOX_EDGES.iter().filter_map(move |&(a, b)| {
+                segment_in_frustum(box_corners[a], box_corners[b], &frustum)
+            }))
+    }
+
+    /// Tests block `(bx, bz)`'s column once this frame: true when it meets the view
+    /// volume (its square meets the shadow).
+    #[inline]
+    fn reach(&mut self, bx: u32, bz: u32) -> bool {
+        let block = self.index(bx, bz);
+        if self.reached[block] == self.frame {
             return false;
         }
-        self.reached[block as usize] = self.frame;
+        self.reached[block] = self.frame;
         self.stats.nodes_visited += 1;
-        frustum.classify(&self.columns[block as usize]) != Containment::Outside
+        let (x0, z0) = (bx as f32 * self.block_width, bz as f32 * self.block_width);
+        self.shadow
+            .meets(x0, z0, x0 + self.block_width, z0 + self.block_width)
     }
 
-    /// Visits a reached block whose column meets the frustum: drawn when its box does.
-    fn visit(&mut self, frustum: &Frustum, block: u32) {
-        let containment = frustum.classify(&self.boxes[block as usize]);
-        if containment != Containment::Outside {
-            self.draw(block, containment);
-        }
+    /// Visits a reached block whose column meets the view volume: drawn when its box does
+    /// (tested against the planes its column crosses only).
+    #[inline]
+    fn visit(&mut self, frustum: &Frustum, bx: u32, bz: u32) {
+        let planes = self.column_planes.crossing(bx, bz);
+        let containment = if planes == 0 {
+            Containment::Inside
+        } else {
+            match frustum.classify_planes(&self.boxes[self.index(bx, bz)], planes) {
+                None => return,
+                Some(0) => Containment::Inside,
+                Some(_) => Containment::Intersecting,
+            }
+        };
+        self.draw(bx, bz, containment);
     }
 
     /// The flood fill of C6 (see the module docs).
     fn flood_fill(&mut self, frustum: &Frustum, camera: &Camera) {
-        let seeded = self.seed(camera).filter(|&s| self.reach(frustum, s));
-        let Some(seed) = seeded else {
-            // The view axis misses the terrain: test every column once.
-            for block in 0..self.blocks_x * self.blocks_z {
-                if self.reach(frustum, block) {
-                    self.visit(frustum, block);
+        let mut shadow = std::mem::take(&mut self.shadow);
+        let (lo, hi) = (self.terrain_box.min.y, self.terrain_box.max.y);
+        shadow.build(camera, lo, hi);
+        self.shadow = shadow;
+        let extent = self.terrain_box.max.x.max(self.terrain_box.max.z);
+        self.column_planes = ColumnPlanes::new(frustum, self.block_width, lo, hi, extent);
+        let mut seeded = None;
+        let mut candidates = false;
+        for point in self.seed_points(camera, frustum) {
+            candidates = true;
+            let (bx, bz) = self.block_at(point);
+            if self.reach(bx, bz) {
+                seeded = Some((bx, bz));
+                break;
+            }
+        }
+        let Some((bx, bz)) = seeded else {
+            if !candidates {
+                // The view volume misses the terrain's box: nothing to draw.
+                return;
+            }
+            // No candidate's column meets the view volume. A candidate is a point of the
+            // view volume and the terrain's box, so only rounding can get here: test
+            // every column to settle it (unseen on the benchmark paths).
+            for bz in 0..self.blocks_z {
+                for bx in 0..self.blocks_x {
+                    if self.reach(bx, bz) {
+                        self.visit(frustum, bx, bz);
+                    }
                 }
             }
             return;
         };
         self.queue.clear();
-        self.queue.push(seed);
-        while let Some(block) = self.queue.pop() {
-            self.visit(frustum, block);
+        self.visit(frustum, bx, bz);
+        self.queue.push((bx, bz));
+        while let Some((bx, bz)) = self.queue.pop() {
             for side in Side::ALL {
-                if let Some(neighbour) = self.neighbour(block, side)
-                    && self.reach(frustum, neighbour)
+                if let Some((nx, nz)) = self.neighbour(bx, bz, side)
+                    && self.reach(nx, nz)
                 {
-                    self.queue.push(neighbour);
+                    self.visit(frustum, nx, nz);
+                    self.queue.push((nx, nz));
                 }
             }
         }
@@ -470,22 +548,33 @@ impl<'a> ChunkedLod<'a> {
     /// Each drawn block's level and pin before the neighbour constraints.
     fn choose_levels(&mut self, view: &View) {
         let by_error = self.chunked.error_aware || view.camera().is_none();
-        let eye = view.camera().map(|c| c.eye);
+        let camera = view.camera();
+        let forward = camera.map(|c| c.forward());
         let levels = self.coarsest as usize + 1;
         for i in 0..self.drawn.len() {
-            let (block, _) = self.drawn[i];
-            let aabb = &self.boxes[block as usize];
-            let at_near = view.projected_error_bound(1.0, aabb, false) == f32::INFINITY;
-            let value = match eye {
-                Some(eye) if !by_error => {
+            let DrawnBlock { bx, bz, .. } = self.drawn[i];
+            let block = self.index(bx, bz);
+            let aabb = &self.boxes[block];
+            // The same test as `View::projected_error_bound`'s infinite bound: the box
+            // reaches the near plane.
+            let at_near = match (camera, forward) {
+                (Some(camera), Some(forward)) => {
+                    let depth = forward.dot(aabb.center() - camera.eye)
+                        - forward.abs().dot(aabb.half_extent());
+                    depth.is_nan() || depth <= camera.near
+                }
+                _ => false,
+            };
+            let value = match camera {
+                Some(camera) if !by_error => {
                     if at_near {
                         PINNED
                     } else {
-                        self.distance_level(eye, block % self.blocks_x, block / self.blocks_x) as u8
+                        self.distance_level(camera.eye, bx, bz) as u8
                     }
                 }
                 _ => {
-                    let bounds = &self.bounds[block as usize * levels..][..levels];
+                    let bounds = &self.bounds[block * levels..][..levels];
                     (0..levels)
                         .rev()
                         .find(|&level| {
@@ -494,7 +583,7 @@ impl<'a> ChunkedLod<'a> {
                         .map_or(PINNED, |level| level as u8)
                 }
             };
-            self.levels[block as usize] = value;
+            self.levels[block] = value;
         }
     }
 
@@ -504,13 +593,13 @@ impl<'a> ChunkedLod<'a> {
     /// neighbours within one level by itself).
     fn relax(&mut self, by_error: bool) {
         self.queue.clear();
-        for &(block, _) in &self.drawn {
-            if by_error || self.levels[block as usize] & PINNED != 0 {
-                self.queue.push(block);
+        for d in &self.drawn {
+            if by_error || self.levels[(d.bz * self.blocks_x + d.bx) as usize] & PINNED != 0 {
+                self.queue.push((d.bx, d.bz));
             }
         }
-        while let Some(block) = self.queue.pop() {
-            let value = self.levels[block as usize];
+        while let Some((bx, bz)) = self.queue.pop() {
+            let value = self.levels[self.index(bx, bz)];
             let level = value & LEVEL_MASK;
             let cap = if value & PINNED != 0 {
                 level
@@ -518,13 +607,13 @@ impl<'a> ChunkedLod<'a> {
                 level + 1
             };
             for side in Side::ALL {
-                let Some(neighbour) = self.neighbour(block, side) else {
+                let Some((nx, nz)) = self.neighbour(bx, bz, side) else {
                     continue;
                 };
-                let n = neighbour as usize;
+                let n = self.index(nx, nz);
                 if self.drawn_in[n] == self.frame && self.levels[n] & LEVEL_MASK > cap {
                     self.levels[n] = (self.levels[n] & PINNED) | cap;
-                    self.queue.push(neighbour);
+                    self.queue.push((nx, nz));
                 }
             }
         }
@@ -559,29 +648,28 @@ impl<'a> ChunkedLod<'a> {
 
     /// The instances of every drawn block.
     fn emit(&mut self) {
-        let buffers = self.patch.buffers();
-        let mut triangles = 0;
+        let mut triangles = 0u64;
         for i in 0..self.drawn.len() {
-            let (block, frustum) = self.drawn[i];
-            let level = u32::from(self.levels[block as usize] & LEVEL_MASK);
-            let origin = GridPos::new(
-                block % self.blocks_x * self.block_side,
-                block / self.blocks_x * self.block_side,
-            );
-            let interior = self.patch.interior(level);
+            let DrawnBlock { bx, bz, frustum } = self.drawn[i];
+            let level = u32::from(self.levels[self.index(bx, bz)] & LEVEL_MASK);
+            let origin = GridPos::new(bx * self.block_side, bz * self.block_side);
             let mut push = |buffer: u32, instances: &mut Vec<PatchInstance>| {
-                let len = buffers[buffer as usize].len();
-                if len > 0 {
-                    triangles += len / 3;
-                    instances.push(patch_instance(origin, buffer, frustum));
+                let count = self.buffer_triangles[buffer as usize];
+                if count > 0 {
+                    triangles += u64::from(count);
+                    instances.push(patch_instance(origin, buffer, level, frustum));
                 }
             };
-            push(interior, &mut self.instances);
+            push(self.patch.interior(level), &mut self.instances);
+            if level >= self.coarsest {
+                continue;
+            }
             for side in Side::ALL {
                 let neighbour_level = self
-                    .neighbour(block, side)
-                    .filter(|&n| self.drawn_in[n as usize] == self.frame)
-                    .map(|n| u32::from(self.levels[n as usize] & LEVEL_MASK));
+                    .neighbour(bx, bz, side)
+                    .map(|(nx, nz)| self.index(nx, nz))
+                    .filter(|&n| self.drawn_in[n] == self.frame)
+                    .map(|n| u32::from(self.levels[n] & LEVEL_MASK));
                 debug_assert!(neighbour_level.is_none_or(|l| l <= level + 1));
                 let variant = SeamNeighbour::for_levels(level, neighbour_level);
                 if let Some(seam) = self.patch.seam(level, side, variant) {
@@ -589,7 +677,7 @@ impl<'a> ChunkedLod<'a> {
                 }
             }
         }
-        self.stats.triangles = triangles as u64;
+        self.stats.triangles = triangles;
     }
 }
 
@@ -647,8 +735,242 @@ impl LodAlgorithm for ChunkedLod<'_> {
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
-        out.extend(self.drawn.iter().map(|&(b, _)| self.boxes[b as usize]));
+        out.extend(
+            self.drawn
+                .iter()
+                .map(|d| self.boxes[self.index(d.bx, d.bz)]),
+        );
     }
+}
+
+/// The six frustum planes evaluated on the grid of columns: every column has the same
+/// height range and a block-aligned square, so a plane's value at a column's far and near
+/// corners is linear in the block coordinates (two multiply-adds each, instead of a box
+/// test). It tells which planes a column crosses; a block's box, inside its column, needs
+/// testing against those only.
+#[derive(Clone, Copy, Debug, Default)]
+struct ColumnPlanes {
+    /// Per plane: `(a, b, c)`: the plane's smallest value over column `(bx, bz)` (at the
+    /// corner nearest outside) is `a bx + b bz + c`, `c` lowered by a rounding slack so
+    /// that "inside" is never claimed for a box that is not.
+    planes: [[f32; 3]; 6],
+}
+
+impl ColumnPlanes {
+    fn new(frustum: &Frustum, width: f32, lo: f32, hi: f32, extent: f32) -> ColumnPlanes {
+        let mut planes = [[0.0; 3]; 6];
+        for (out, plane) in planes.iter_mut().zip(&frustum.planes) {
+            let n = plane.truncate();
+            let pick = |positive: bool, low: f32, high: f32| if positive { high } else { low };
+            let near = n.x * pick(n.x >= 0.0, width, 0.0)
+                + n.y * pick(n.y >= 0.0, hi, lo)
+                + n.z * pick(n.z >= 0.0, width, 0.0)
+                + plane.w;
+            // Generous against the f32 rounding of these sums and of the boxes' corners.
+            let slack = 1e-4
+                * (n.abs()
+                    .dot(Vec3::new(extent, lo.abs().max(hi.abs()), extent))
+                    + plane.w.abs());
+            *out = [n.x * width, n.z * width, near - slack];
+        }
+        ColumnPlanes { planes }
+    }
+
+    /// The planes (bits as [`Frustum::classify_planes`]) that column `(bx, bz)` is not
+    /// surely inside of.
+    #[inline]
+    fn crossing(&self, bx: u32, bz: u32) -> u8 {
+        let (x, z) = (bx as f32, bz as f32);
+        let mut mask = 0;
+        for (i, [a, b, near]) in self.planes.iter().enumerate() {
+            if a * x + b * z + near < 0.0 {
+                mask |= 1 << i;
+            }
+        }
+        mask
+    }
+}
+
+/// Most vertices the plan shadow can have: 8 frustum corners and 2 points per edge.
+const MAX_SHADOW_POINTS: usize = 32;
+
+/// The plan shadow (x, z) of the view volume cut to the terrain's height range: a convex
+/// polygon. A column meets the view volume exactly when its square meets this polygon,
+/// which the separating-axis test below decides with a few multiply-adds per block (the
+/// box test of a tall, thin column at a frustum edge often cannot rule it out).
+#[derive(Clone, Debug, Default)]
+struct Shadow {
+    /// Edge lines `(a, b, c)`: a point is outside the edge when `a x + b z + c > 0`; `c`
+    /// already includes the rounding slack.
+    edges: Vec<[f32; 3]>,
+    /// The polygon's bounding rectangle (slack included): `[min x, min z, max x, max z]`.
+    bounds: [f32; 4],
+    /// False when the view volume misses the height range.
+    any: bool,
+}
+
+impl Shadow {
+    /// The shadow of `camera`'s view volume over heights `lo..=hi` (the buffers reused).
+    fn build(&mut self, camera: &Camera, lo: f32, hi: f32) {
+        let corners = frustum_corners(camera);
+        let mut points = [(0.0f32, 0.0f32); MAX_SHADOW_POINTS];
+        let mut count = 0;
+        for c in corners {
+            if (lo..=hi).contains(&c.y) {
+                points[count] = (c.x, c.z);
+                count += 1;
+            }
+        }
+        for (a, b) in BOX_EDGES.map(|(a, b)| (corners[a], corners[b])) {
+            for level in [lo, hi] {
+                let (da, db) = (a.y - level, b.y - level);
+                if (da < 0.0) != (db < 0.0) {
+                    let p = a + (b - a) * (da / (da - db));
+                    points[count] = (p.x, p.z);
+                    count += 1;
+                }
+            }
+        }
+        self.edges.clear();
+        self.any = count > 0;
+        if !self.any {
+            return;
+        }
+        let points = &mut points[..count];
+        let scale = points
+            .iter()
+            .fold(0.0f32, |m, p| m.max(p.0.abs()).max(p.1.abs()));
+        // Relative slack far above f32 rounding of the corners and of the tests.
+        let slack = scale.max(1.0) * 1e-4;
+        let (mut x0, mut z0, mut x1, mut z1) = (f32::MAX, f32::MAX, f32::MIN, f32::MIN);
+        for p in points.iter() {
+            (x0, z0, x1, z1) = (x0.min(p.0), z0.min(p.1), x1.max(p.0), z1.max(p.1));
+        }
+        self.bounds = [x0 - slack, z0 - slack, x1 + slack, z1 + slack];
+        // Andrew's monotone chain; the hull is counter-clockwise with x right, z up.
+        points.sort_unstable_by(|p, q| p.0.total_cmp(&q.0).then(p.1.total_cmp(&q.1)));
+        let cross = |o: (f32, f32), a: (f32, f32), b: (f32, f32)| {
+            (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0)
+        };
+        let mut hull = [(0.0f32, 0.0f32); 2 * MAX_SHADOW_POINTS];
+        let mut len = 0;
+        for pass in 0..2 {
+            let start = len;
+            for i in 0..count {
+                let p = if pass == 0 {
+                    points[i]
+                } else {
+                    points[count - 1 - i]
+                };
+                while len >= start + 2 && cross(hull[len - 2], hull[len - 1], p) <= 0.0 {
+                    len -= 1;
+                }
+                hull[len] = p;
+                len += 1;
+            }
+            // The last point of each chain starts the other.
+            len -= 1;
+        }
+        if len < 3 {
+            // Degenerate (a segment or a point): the bounding rectangle alone decides.
+            return;
+        }
+        for i in 0..len {
+            let (p, q) = (hull[i], hull[(i + 1) % len]);
+            let (a, b) = (q.1 - p.1, p.0 - q.0);
+            let norm = a.hypot(b);
+            if norm > 0.0 {
+                self.edges.push([a, b, -(a * p.0 + b * p.1) - slack * norm]);
+            }
+        }
+    }
+
+    /// Whether the square `[x0, x1] × [z0, z1]` meets the shadow (conservatively).
+    #[inline]
+    fn meets(&self, x0: f32, z0: f32, x1: f32, z1: f32) -> bool {
+        let [bx0, bz0, bx1, bz1] = self.bounds;
+        if !self.any || x1 < bx0 || x0 > bx1 || z1 < bz0 || z0 > bz1 {
+            return false;
+        }
+        self.edges.iter().all(|&[a, b, c]| {
+            // The square's corner furthest inside the edge.
+            let x = if a > 0.0 { x0 } else { x1 };
+            let z = if b > 0.0 { z0 } else { z1 };
+            a * x + b * z + c <= 0.0
+        })
+    }
+}
+
+/// The twelve edges of a hexahedron whose corners are numbered as [`Aabb::corners`]
+/// (bit 0, 1, 2 pick the high end of the first, second, third axis): corners one bit apart.
+const BOX_EDGES: [(usize, usize); 12] = [
+    (0, 1),
+    (2, 3),
+    (4, 5),
+    (6, 7),
+    (0, 2),
+    (1, 3),
+    (4, 6),
+    (5, 7),
+    (0, 4),
+    (1, 5),
+    (2, 6),
+    (3, 7),
+];
+
+/// The view volume's corners, numbered as [`Aabb::corners`] with the axes right, up and
+/// forward (bit 2: on the far plane).
+fn frustum_corners(camera: &Camera) -> [Vec3; 8] {
+    let (forward, right, up) = (camera.forward(), camera.right(), camera.up());
+    let tan = (0.5 * camera.fov_y).tan();
+    let aspect = camera.aspect();
+    std::array::from_fn(|i| {
+        let distance = if i & 4 == 0 { camera.near } else { camera.far };
+        let (half_height, half_width) = (distance * tan, distance * tan * aspect);
+        let sign = |bit: usize| if i & bit == 0 { -1.0 } else { 1.0 };
+        camera.eye
+            + forward * distance
+            + right * (sign(1) * half_width)
+            + up * (sign(2) * half_height)
+    })
+}
+
+/// The middle of the part of segment `a`–`b` inside `aabb` (slab clipping), if any: the
+/// middle, not an end, so that rounding keeps it inside.
+fn segment_in_box(a: Vec3, b: Vec3, aabb: &Aabb) -> Option<Vec3> {
+    let d = b - a;
+    let (mut t0, mut t1) = (0.0f32, 1.0f32);
+    for axis in 0..3 {
+        let (lo, hi) = (aabb.min[axis], aabb.max[axis]);
+        if d[axis] == 0.0 {
+            if a[axis] < lo || a[axis] > hi {
+                return None;
+            }
+        } else {
+            let (u, v) = ((lo - a[axis]) / d[axis], (hi - a[axis]) / d[axis]);
+            t0 = t0.max(u.min(v));
+            t1 = t1.min(u.max(v));
+        }
+    }
+    // NaN (a degenerate segment) fails this too.
+    (t0 <= t1).then(|| a + d * (0.5 * (t0 + t1)))
+}
+
+/// The middle of the part of segment `a`–`b` inside the six planes of `frustum`, if any.
+fn segment_in_frustum(a: Vec3, b: Vec3, frustum: &Frustum) -> Option<Vec3> {
+    let (mut t0, mut t1) = (0.0f32, 1.0f32);
+    for plane in 0..6 {
+        let (da, db) = (frustum.distance(plane, a), frustum.distance(plane, b));
+        if da < 0.0 && db < 0.0 {
+            return None;
+        }
+        if da < 0.0 {
+            t0 = t0.max(da / (da - db));
+        } else if db < 0.0 {
+            t1 = t1.min(da / (da - db));
+        }
+    }
+    (t0 <= t1).then(|| a + (b - a) * (0.5 * (t0 + t1)))
 }
 
 /// Per block, per level: the largest vertical error of that level's mesh with any seam
@@ -857,6 +1179,64 @@ mod tests {
         assert_eq!(lod.distance_level(high, 4, 4), 4);
     }
 
+    /// C6: with a far plane, the flood fill meets the same blocks whatever lies beyond it,
+    /// so a terrain 4 × wider costs the same; looking over the horizon (the view axis above
+    /// the terrain) it still seeds from the frustum's edges instead of testing every block.
+    #[test]
+    fn the_flood_fill_follows_the_view_not_the_terrain() {
+        let terrain = |side: u32| {
+            let samples = (0..side * side)
+                .map(|i| ((i % side) * 7 + (i / side) * 13) as u16 % 1000)
+                .collect();
+            Heightfield::new(side, side, Samples::U16(samples)).expect("valid field")
+        };
+        let cameras = [
+            Camera::new(
+                Vec3::new(128.0, 1030.0, 128.0),
+                Vec3::new(180.0, 950.0, 150.0),
+                1.0,
+                (640, 480),
+                1.0,
+                60.0,
+            ),
+            // Level, over the horizon: the view axis stays above the terrain.
+            Camera::new(
+                Vec3::new(128.0, 1030.0, 128.0),
+                Vec3::new(200.0, 1030.0, 120.0),
+                1.0,
+                (640, 480),
+                1.0,
+                60.0,
+            ),
+        ]
+        .map(|c| c.expect("valid camera"));
+        let mut visited = Vec::new();
+        for side in [257, 1025] {
+            let field = terrain(side);
+            let pyramid = Pyramid::build(&field);
+            let mut lod = ChunkedLod::new(&field, &pyramid, options(16, 2.0, false));
+            for camera in cameras {
+                let view = View::screen(camera, 1.0).expect("valid");
+                if let Selection::Patches { instances, .. } = lod.select(&view) {
+                    // The LOD colours show the block's level, not the sampling step.
+                    let patch = StitchedPatch::new(4).expect("valid");
+                    for instance in instances {
+                        assert_eq!(instance.level, patch.level_of_buffer(instance.index_buffer));
+                    }
+                }
+                assert!(lod.stats().nodes_drawn > 0);
+                visited.push((lod.stats().nodes_visited, lod.stats().nodes_drawn));
+            }
+        }
+        assert_eq!(
+            visited[..2],
+            visited[2..],
+            "visited and drawn on 257² and 1025²"
+        );
+        // A fraction of the 257² terrain's 256 blocks: the fill stops at the view's edge.
+        assert!(visited.iter().all(|&(v, _)| v < 64), "{visited:?}");
+    }
+
     #[test]
     fn small_terrains_use_one_block_of_their_padded_side() {
         let field = field(20, 9, 5);
@@ -983,11 +1363,12 @@ mod tests {
                 let mut instances = vec![patch_instance(
                     origin,
                     patch.interior(level),
+                    level,
                     Containment::Inside,
                 )];
                 for side in Side::ALL {
                     if let Some(seam) = patch.seam(level, side, variant) {
-                        instances.push(patch_instance(origin, seam, Containment::Inside));
+                        instances.push(patch_instance(origin, seam, level, Containment::Inside));
                     }
                 }
                 Selection::Patches {

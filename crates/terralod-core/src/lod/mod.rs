@@ -327,6 +327,9 @@ pub struct PatchInstance {
     pub origin: GridPos,
     pub step: u32,
     pub index_buffer: u32,
+    /// The patch's level of detail, for display (the renderer's LOD colours): algorithm
+    /// C's blocks all sample at step 1 and differ by index buffer.
+    pub level: u32,
     /// Where the patch lies relative to the view frustum (P6's debug shading;
     /// [`Containment::Inside`] when there is no frustum).
     pub frustum: Containment,
@@ -703,6 +706,7 @@ mod tests {
                 origin: GridPos::new(0, 0),
                 step: 1,
                 index_buffer: 0,
+                level: 0,
                 frustum: Containment::Inside,
                 slot: PatchInstance::NO_SLOT,
             },
@@ -710,6 +714,7 @@ mod tests {
                 origin: GridPos::new(2, 0),
                 step: 2,
                 index_buffer: 0,
+                level: 1,
                 frustum: Containment::Inside,
                 slot: PatchInstance::NO_SLOT,
             },

@@ -51,6 +51,8 @@ struct PatchInstance {
     frustum: u32,
     // Its pool slot (with POOL_SLOTS).
     slot: u32,
+    // The level shown in LOD colours.
+    level: u32,
 }
 
 const WIREFRAME: u32 = 1u;
@@ -190,7 +192,7 @@ fn patch_vertex(local_index: u32, instance: u32, barycentric: vec3<f32>) -> Terr
     let side = frame.mode.y + 1u;
     let col = tile.origin_col + tile.step * (local_index % side);
     let row = tile.origin_row + tile.step * (local_index / side);
-    let level = log2(f32(max(tile.step, 1u)));
+    let level = f32(tile.level);
     var height = sample_height(col, row);
     if frame.mode.w > 0u {
         height = morphed_patch_height(col, row, height);

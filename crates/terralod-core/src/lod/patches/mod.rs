@@ -530,6 +530,7 @@ impl<'a> PatchesLod<'a> {
                     origin,
                     step,
                     index_buffer,
+                    level: step.trailing_zeros(),
                     frustum,
                     slot,
                 };

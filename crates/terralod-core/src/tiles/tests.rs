@@ -341,7 +341,7 @@ fn every_single_byte_change_of_a_tile_or_the_header_is_caught() {
     let (dir, terrain) = damaged_copy();
     let path = terrain.tile_path(1, 1, 0);
     let original = std::fs::read(&path).expect("readable");
-    for at in (0..original.len()).step_by(3) {
+    for at in 0..original.len() {
         let mut bytes = original.clone();
         bytes[at] ^= 0xA5;
         std::fs::write(&path, &bytes).expect("writable");

@@ -26,6 +26,7 @@ mod raster;
 pub mod simplify;
 #[cfg(test)]
 mod test_support;
+pub mod tiles;
 
 pub use camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 pub use heightfield::{GridPos, Heightfield, HeightfieldError, Samples, WorldMapping};

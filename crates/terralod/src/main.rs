@@ -1,6 +1,5 @@
-//! `terralod`: the command-line tool (info, generate, mesh, render, view; bench and import
-//! arrive with their issues). One module per subcommand under `commands/`; the interactive
-//! viewer under `viewer/`.
+//! `terralod`: the command-line tool (info, generate, mesh, render, view, bench, import).
+//! One module per subcommand under `commands/`; the interactive viewer under `viewer/`.
 
 mod camera_args;
 mod commands;
@@ -39,6 +38,9 @@ enum Command {
     /// Fly over a terrain in a window: live LOD algorithm, preset, τ and debug views
     /// (`--frames N --screenshot FILE` draws N frames and exits).
     View(commands::view::ViewArgs),
+    /// Convert a terrain (a file, or the built-in generator at a given size) into a tiled
+    /// multi-resolution pyramid on disk (docs/TILES.md).
+    Import(commands::import::ImportArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Render(args) => commands::render::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::View(args) => commands::view::run(&args),
+        Command::Import(args) => commands::import::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

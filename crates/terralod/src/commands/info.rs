@@ -44,6 +44,9 @@ struct Report {
 }
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
+    if let Some(dir) = args.terrain.file.as_deref().filter(|path| path.is_dir()) {
+        return run_tiled(dir, args.json);
+    }
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
     let mapping = field.mapping();
@@ -145,5 +148,95 @@ fn write_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
         out,
         "  padded grid   {0} x {0} (power of two plus one, border repeated)",
         r.padded_side
+    )
+}
+
+/// What `info DIR` reports about an imported (tiled) terrain: its header, no tile read.
+#[derive(Debug, Serialize)]
+struct TiledReport {
+    source: String,
+    format: String,
+    stored_sample_type: &'static str,
+    width: u32,
+    height: u32,
+    samples: u64,
+    tile_cells: u32,
+    levels: Vec<(u32, u32, u32, u32)>,
+    tiles: u64,
+    tile_file_bytes: u64,
+    cell_size: f32,
+    height_scale: f32,
+    height_offset: f32,
+    world_min: f32,
+    world_max: f32,
+}
+
+fn run_tiled(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let terrain = terralod_core::tiles::TiledTerrain::open(dir)?;
+    let header = terrain.header();
+    let report = TiledReport {
+        source: dir.display().to_string(),
+        format: format!("terralod tiles v{}", terralod_core::tiles::FORMAT_VERSION),
+        stored_sample_type: header.sample_type.name(),
+        width: header.width,
+        height: header.height,
+        samples: u64::from(header.width) * u64::from(header.height),
+        tile_cells: header.tile_cells,
+        levels: header
+            .levels
+            .iter()
+            .map(|g| (g.width, g.height, g.tiles_x, g.tiles_y))
+            .collect(),
+        tiles: header.total_tiles(),
+        tile_file_bytes: header.tile_file_len(),
+        cell_size: header.mapping.cell_size,
+        height_scale: header.mapping.height_scale,
+        height_offset: header.mapping.height_offset,
+        world_min: header.min_height,
+        world_max: header.max_height,
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        write_tiled_text(&mut out, &report)
+    }
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
+}
+
+fn write_tiled_text(out: &mut impl Write, r: &TiledReport) -> std::io::Result<()> {
+    writeln!(out, "{}", r.source)?;
+    writeln!(
+        out,
+        "  format        {} ({} samples)",
+        r.format, r.stored_sample_type
+    )?;
+    writeln!(
+        out,
+        "  size          {} x {} = {} samples",
+        r.width, r.height, r.samples
+    )?;
+    writeln!(
+        out,
+        "  tiles         {} of {} x {} samples ({} bytes each file)",
+        r.tiles,
+        r.tile_cells + 1,
+        r.tile_cells + 1,
+        r.tile_file_bytes
+    )?;
+    for (level, (width, height, tiles_x, tiles_y)) in r.levels.iter().enumerate() {
+        writeln!(
+            out,
+            "  level {level:<7} {width} x {height} samples, {tiles_x} x {tiles_y} tiles"
+        )?;
+    }
+    writeln!(out, "  cell size     {} (level 0)", r.cell_size)?;
+    writeln!(
+        out,
+        "  world heights {} .. {} (y = raw * {} + {})",
+        r.world_min, r.world_max, r.height_scale, r.height_offset
     )
 }

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod generate;
+pub mod import;
 pub mod info;
 pub mod mesh;
 pub mod render;

@@ -1,0 +1,319 @@
+//! The writer: cuts a heightfield into the tiles of every level, in parallel, each tile
+//! written atomically, the header last (a directory without one is an unfinished import).
+
+use super::format::{HEADER_FILE, TerrainHeader, TileHeader, level_grids, tile_path};
+use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
+use crate::heightfield::{Heightfield, Samples};
+use crate::io::write_file_atomically;
+use rayon::prelude::*;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How to import.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Cells per tile side, a power of two; a tile holds `tile_cells + 1` samples per side.
+    pub tile_cells: u32,
+    /// Import into a directory that is not empty (its header is removed first, so an
+    /// interrupted import is never mistaken for the old, complete one).
+    pub force: bool,
+}
+
+impl Default for ImportOptions {
+    /// 256-cell tiles: 257² samples, 129 KiB at 16 bits, 258 KiB in `f32`.
+    fn default() -> Self {
+        Self {
+            tile_cells: 256,
+            force: false,
+        }
+    }
+}
+
+/// What an import wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportSummary {
+    pub header: TerrainHeader,
+    pub tiles: u64,
+    /// Bytes of every tile file and the header.
+    pub bytes: u64,
+}
+
+/// Imports `field` into `dir` as a tiled pyramid. `progress(done, total)` is called after
+/// every tile, from the worker threads.
+pub fn import(
+    field: &Heightfield,
+    dir: &Path,
+    options: &ImportOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<ImportSummary, TileError> {
+    let tile_cells = options.tile_cells;
+    if !(MIN_TILE_CELLS..=MAX_TILE_CELLS).contains(&tile_cells) || !tile_cells.is_power_of_two() {
+        return Err(TileError::InvalidTileSize { tile_cells });
+    }
+    for (what, value) in [("width", field.width()), ("height", field.height())] {
+        if value > MAX_SIDE {
+            return Err(TileError::OutOfRange {
+                path: dir.to_path_buf(),
+                what,
+                value: u64::from(value),
+                min: 2,
+                max: u64::from(MAX_SIDE),
+            });
+        }
+    }
+    prepare_directory(dir, options.force)?;
+    let levels = level_grids(field.width(), field.height(), tile_cells);
+    for (level, grid) in levels.iter().enumerate() {
+        for ty in 0..grid.tiles_y {
+            let row_dir = dir.join(level.to_string()).join(ty.to_string());
+            std::fs::create_dir_all(&row_dir).map_err(|source| TileError::Io {
+                path: row_dir,
+                source,
+            })?;
+        }
+    }
+    let jobs: Vec<(u32, u32, u32)> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(level, grid)| {
+            (0..grid.tiles_y)
+                .flat_map(move |ty| (0..grid.tiles_x).map(move |tx| (level as u32, tx, ty)))
+        })
+        .collect();
+    let total = jobs.len() as u64;
+    let done = AtomicU64::new(0);
+    progress(0, total);
+    let coarsest = levels.len() as u32 - 1;
+    let ranges = jobs
+        .par_iter()
+        .map(|&(level, tx, ty)| {
+            let bytes = encode_tile(field, tile_cells, level, tx, ty, level < coarsest);
+            let range = tile_range(&bytes);
+            write_file_atomically(&tile_path(dir, level, tx, ty), |out| out.write_all(&bytes))?;
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            Ok((level, range))
+        })
+        .collect::<Result<Vec<(u32, (f32, f32))>, TileError>>()?;
+    let (min_height, max_height) = ranges.iter().filter(|(level, _)| *level == 0).fold(
+        (f32::INFINITY, f32::NEG_INFINITY),
+        |(lo, hi), (_, (a, b))| (lo.min(*a), hi.max(*b)),
+    );
+    let header = TerrainHeader {
+        sample_type: SampleType::of(field.samples()),
+        width: field.width(),
+        height: field.height(),
+        tile_cells,
+        mapping: field.mapping(),
+        min_height,
+        max_height,
+        levels,
+    };
+    let header_bytes = header.encode();
+    write_file_atomically(&dir.join(HEADER_FILE), |out| out.write_all(&header_bytes))?;
+    let tiles = header.total_tiles();
+    Ok(ImportSummary {
+        bytes: tiles * header.tile_file_len() + header_bytes.len() as u64,
+        tiles,
+        header,
+    })
+}
+
+/// Creates `dir` if needed; refuses a non-empty one unless `force`, and then removes its
+/// header first so that the directory reads as unfinished until this import completes.
+fn prepare_directory(dir: &Path, force: bool) -> Result<(), TileError> {
+    let io = |source| TileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let not_empty = std::fs::read_dir(dir).map_err(io)?.next().is_some();
+    if not_empty {
+        if !force {
+            return Err(TileError::NotEmpty {
+                path: dir.to_path_buf(),
+            });
+        }
+        let header = dir.join(HEADER_FILE);
+        match std::fs::remove_file(&header) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(TileError::Io {
+                    path: header,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The stored world height range of an encoded tile (read back from its header).
+fn tile_range(bytes: &[u8]) -> (f32, f32) {
+    let float =
+        |at: usize| f32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    (float(32), float(36))
+}
+
+/// A sample type as stored in a tile.
+trait TileSample: Copy + Send + Sync + Into<f64> {
+    const TYPE: SampleType;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>);
+}
+
+/// Appends `values` little-endian, `N` bytes each, in a loop the compiler vectorises.
+fn extend_le_bytes<T: Copy, const N: usize>(
+    values: &[T],
+    out: &mut Vec<u8>,
+    to_le: impl Fn(T) -> [u8; N],
+) {
+    let start = out.len();
+    out.resize(start + values.len() * N, 0);
+    for (bytes, &value) in out[start..].chunks_exact_mut(N).zip(values) {
+        bytes.copy_from_slice(&to_le(value));
+    }
+}
+
+impl TileSample for u16 {
+    const TYPE: SampleType = SampleType::U16;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+        extend_le_bytes(values, out, Self::to_le_bytes);
+    }
+}
+
+impl TileSample for i16 {
+    const TYPE: SampleType = SampleType::I16;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+        extend_le_bytes(values, out, Self::to_le_bytes);
+    }
+}
+
+impl TileSample for f32 {
+    const TYPE: SampleType = SampleType::F32;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+        extend_le_bytes(values, out, Self::to_le_bytes);
+    }
+}
+
+/// The bytes of one tile file.
+fn encode_tile(
+    field: &Heightfield,
+    tile_cells: u32,
+    level: u32,
+    tx: u32,
+    ty: u32,
+    has_coarser: bool,
+) -> Vec<u8> {
+    match field.samples() {
+        Samples::U16(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
+        Samples::I16(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
+        Samples::F32(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
+    }
+}
+
+fn encode_typed<T: TileSample>(
+    field: &Heightfield,
+    values: &[T],
+    tile_cells: u32,
+    level: u32,
+    tx: u32,
+    ty: u32,
+    has_coarser: bool,
+) -> Vec<u8> {
+    let side = tile_cells as usize + 1;
+    let (width, height) = (field.width() as usize, field.height() as usize);
+    // Level-0 column of each tile column, clamped to the grid (the padding of the layout).
+    let source_index = |tile_index: u32, samples: usize, i: usize| {
+        let level_index = u64::from(tile_index) * u64::from(tile_cells) + i as u64;
+        ((level_index << level) as usize).min(samples - 1)
+    };
+    let columns: Vec<usize> = (0..side).map(|i| source_index(tx, width, i)).collect();
+    let mut samples: Vec<T> = Vec::with_capacity(side * side);
+    for j in 0..side {
+        let start = source_index(ty, height, j) * width;
+        let row = &values[start..start + width];
+        if level == 0 && columns[side - 1] == columns[0] + side - 1 {
+            samples.extend_from_slice(&row[columns[0]..=columns[side - 1]]);
+        } else {
+            samples.extend(columns.iter().map(|&c| row[c]));
+        }
+    }
+    let mapping = field.mapping();
+    let (scale, offset) = (
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    let (raw_lo, raw_hi) =
+        samples
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                let v: f64 = v.into();
+                (lo.min(v), hi.max(v))
+            });
+    let (a, b) = (raw_lo * scale + offset, raw_hi * scale + offset);
+    let raw_error = if has_coarser {
+        error_against_coarser(&samples, side)
+    } else {
+        0.0
+    };
+    let mut out = Vec::with_capacity(super::TILE_HEADER_LEN + side * side * T::TYPE.bytes());
+    out.resize(super::TILE_HEADER_LEN, 0);
+    T::extend_le(&samples, &mut out);
+    let header = TileHeader {
+        sample_type: T::TYPE,
+        level,
+        tx,
+        ty,
+        side: side as u32,
+        min_height: round_down(a.min(b)),
+        max_height: round_up(a.max(b)),
+        error: round_up(raw_error * scale.abs()),
+        payload_checksum: crc32fast::hash(&out[super::TILE_HEADER_LEN..]),
+    };
+    out[..super::TILE_HEADER_LEN].copy_from_slice(&header.encode());
+    out
+}
+
+/// Largest raw distance between a sample of the tile and the next coarser level's surface
+/// there. The coarser level keeps the even samples; a sample between two of them on a row
+/// or column is compared with their mean; a sample at the centre of a coarse cell with the
+/// mean of either diagonal's ends, whichever is farther, which bounds bilinear interpolation
+/// (the mean of both) and either triangulation of the coarse cell.
+pub(super) fn error_against_coarser<T: Copy + Into<f64>>(samples: &[T], side: usize) -> f64 {
+    let row = |j: usize| &samples[j * side..(j + 1) * side];
+    let value = |row: &[T], i: usize| -> f64 { row[i].into() };
+    let mut error: f64 = 0.0;
+    for j in (0..side).step_by(2) {
+        let here = row(j);
+        for i in (1..side).step_by(2) {
+            let between = 0.5 * (value(here, i - 1) + value(here, i + 1));
+            error = error.max((value(here, i) - between).abs());
+        }
+    }
+    for j in (1..side).step_by(2) {
+        let (above, here, below) = (row(j - 1), row(j), row(j + 1));
+        for i in (0..side).step_by(2) {
+            let between = 0.5 * (value(above, i) + value(below, i));
+            error = error.max((value(here, i) - between).abs());
+        }
+        for i in (1..side).step_by(2) {
+            let h = value(here, i);
+            let falling = 0.5 * (value(above, i - 1) + value(below, i + 1));
+            let rising = 0.5 * (value(above, i + 1) + value(below, i - 1));
+            error = error.max((h - falling).abs()).max((h - rising).abs());
+        }
+    }
+    error
+}
+
+/// The largest `f32` not above `x`.
+fn round_down(x: f64) -> f32 {
+    let f = x as f32;
+    if f64::from(f) > x { f.next_down() } else { f }
+}
+
+/// The smallest `f32` not below `x`.
+fn round_up(x: f64) -> f32 {
+    let f = x as f32;
+    if f64::from(f) < x { f.next_up() } else { f }
+}

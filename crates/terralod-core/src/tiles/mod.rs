@@ -1,0 +1,116 @@
+//! The tiled multi-resolution pyramid on disk (issue 9, step 1): `terralod import` writes it,
+//! [`TiledTerrain`] reads it back tile by tile. The format is specified in `docs/TILES.md`.
+//!
+//! # Layout
+//!
+//! Level 0 is the source grid; level `L + 1` keeps every other sample of level `L` in both
+//! directions, so its samples *are* level-`L` samples (no resampling, no error at shared
+//! vertices). The source is extended beyond its last row and column by repeating them (as
+//! `Heightfield::raw_clamped` pads), so level `L` sample `(i, j)` is the source sample at
+//! `(min(i · 2^L, W − 1), min(j · 2^L, H − 1))` and level `L` has `⌈(W − 1) / 2^L⌉ + 1`
+//! columns.
+//!
+//! A tile covers `N` cells (`N` a power of two) and holds `N + 1` samples per side: its last
+//! row and column are the first row and column of the next tile. A tile can therefore be
+//! meshed on its own, and two neighbouring tiles of one level share their edge samples
+//! exactly (no crack); tiles of adjacent levels share every coarse sample (the tile of level
+//! `L + 1` at `(tx, ty)` covers the four level-`L` tiles `(2tx.., 2ty..)`). Every tile has the
+//! same size, even at the right and bottom borders (padded by repetition), so a reader can
+//! pool tile buffers.
+//!
+//! Each tile records its world height range and its error against the next coarser level:
+//! the largest vertical distance between one of its samples and the coarser level's surface
+//! at that sample (see [`Tile::error`]).
+
+mod format;
+mod import;
+mod read;
+#[cfg(test)]
+mod tests;
+
+pub use format::{
+    FORMAT_VERSION, HEADER_FILE, LevelGrid, MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType,
+    TILE_HEADER_LEN, TerrainHeader, level_grids,
+};
+pub use import::{ImportOptions, ImportSummary, import};
+pub use read::{Tile, TiledTerrain};
+
+use crate::io::WriteError;
+use std::path::PathBuf;
+
+/// Why a tiled terrain could not be written or read. Every variant about a file names it.
+#[derive(Debug, thiserror::Error)]
+pub enum TileError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{}: no header file: not a tiled terrain, or an import that did not finish",
+        path.display()
+    )]
+    Unfinished { path: PathBuf },
+    #[error("{}: missing tile", path.display())]
+    Missing { path: PathBuf },
+    #[error("{}: bad magic bytes: not a terralod tiles file", path.display())]
+    BadMagic { path: PathBuf },
+    #[error(
+        "{}: unsupported format version {found} (this build reads version {supported})",
+        path.display()
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("{}: {what} {value} is out of range ({min} ..= {max})", path.display())]
+    OutOfRange {
+        path: PathBuf,
+        what: &'static str,
+        value: u64,
+        min: u64,
+        max: u64,
+    },
+    #[error("{}: inconsistent header: {what}", path.display())]
+    Inconsistent { path: PathBuf, what: String },
+    #[error("{}: corrupt: {reason}", path.display())]
+    Corrupt { path: PathBuf, reason: Corruption },
+    #[error("tile ({tx}, {ty}) of level {level} is outside the tile grid")]
+    NoSuchTile { level: u32, tx: u32, ty: u32 },
+    #[error(
+        "tile size {tile_cells} is not a power of two in {MIN_TILE_CELLS} ..= {MAX_TILE_CELLS} cells"
+    )]
+    InvalidTileSize { tile_cells: u32 },
+    #[error("{} is not empty: use --force to import over it", path.display())]
+    NotEmpty { path: PathBuf },
+    #[error("level {level} has {samples} samples, over the limit of {limit} for one heightfield")]
+    TooLargeForMemory {
+        level: u32,
+        samples: u64,
+        limit: u64,
+    },
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error(transparent)]
+    Heightfield(#[from] crate::HeightfieldError),
+}
+
+/// How a tile file (or the header) fails its checks.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Corruption {
+    #[error("{actual} bytes, expected {expected}")]
+    Length { expected: u64, actual: u64 },
+    #[error("header checksum {stored:08x} does not match the content ({computed:08x})")]
+    HeaderChecksum { stored: u32, computed: u32 },
+    #[error("payload checksum {stored:08x} does not match the content ({computed:08x})")]
+    PayloadChecksum { stored: u32, computed: u32 },
+    #[error("field {field} is {stored}, expected {expected}")]
+    Field {
+        field: &'static str,
+        stored: u64,
+        expected: u64,
+    },
+    #[error("{what} is not a finite number")]
+    NonFinite { what: &'static str },
+}

@@ -1,0 +1,291 @@
+//! The reader: opens a tiled terrain (checking its header), reads and checks single tiles,
+//! and assembles a whole level when it fits in memory.
+//!
+//! Nothing is allocated from a size a file states before that size was checked against the
+//! header (itself bounded): a tile file's length must equal what the header implies.
+
+use super::format::{HEADER_FILE, TerrainHeader, TileHeader, corrupt, tile_path};
+use super::{Corruption, SampleType, TILE_HEADER_LEN, TileError};
+use crate::heightfield::{Heightfield, Samples, WorldMapping};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// An imported terrain on disk, its header checked.
+#[derive(Clone, Debug)]
+pub struct TiledTerrain {
+    dir: PathBuf,
+    header: TerrainHeader,
+}
+
+/// One tile as read and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tile {
+    pub level: u32,
+    pub tx: u32,
+    pub ty: u32,
+    /// Samples per side (`tile_cells + 1`).
+    pub side: u32,
+    /// World height range of the tile's samples (exact bounds rounded outwards to `f32`).
+    pub min_height: f32,
+    pub max_height: f32,
+    /// The tile's error against the next coarser level, in world units (rounded upwards):
+    /// the largest vertical distance between one of its samples and the coarser level's
+    /// surface there (bilinear, or either triangulation of each coarse cell). 0 on the
+    /// coarsest level. An LOD algorithm that draws the coarser tile instead of this one
+    /// errs by at most this much at these samples.
+    pub error: f32,
+    /// `side × side` raw samples, row-major, in the terrain's sample type.
+    pub samples: Samples,
+}
+
+impl TiledTerrain {
+    /// Opens the tiled terrain in `dir`, reading and checking its header. A directory
+    /// without a header (an unfinished import) is refused with [`TileError::Unfinished`].
+    pub fn open(dir: &Path) -> Result<TiledTerrain, TileError> {
+        let path = dir.join(HEADER_FILE);
+        let bytes = read_bounded(&path, TerrainHeader::MAX_ENCODED_LEN, |path| {
+            TileError::Unfinished { path }
+        })?;
+        let header = TerrainHeader::decode(&bytes, &path)?;
+        Ok(TiledTerrain {
+            dir: dir.to_path_buf(),
+            header,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn header(&self) -> &TerrainHeader {
+        &self.header
+    }
+
+    /// The file of tile `(tx, ty)` of `level` (whether or not it exists).
+    pub fn tile_path(&self, level: u32, tx: u32, ty: u32) -> PathBuf {
+        tile_path(&self.dir, level, tx, ty)
+    }
+
+    /// The world mapping of `level`: cells `2^level` times as wide as level 0's.
+    pub fn level_mapping(&self, level: u32) -> WorldMapping {
+        WorldMapping {
+            cell_size: self.header.mapping.cell_size * (1u64 << level.min(63)) as f32,
+            ..self.header.mapping
+        }
+    }
+
+    /// Reads tile `(tx, ty)` of `level` and checks it: length, magic, version, header
+    /// checksum, that it is the tile asked for, payload checksum, finite samples.
+    pub fn read_tile(&self, level: u32, tx: u32, ty: u32) -> Result<Tile, TileError> {
+        let exists = self
+            .header
+            .levels
+            .get(level as usize)
+            .is_some_and(|grid| tx < grid.tiles_x && ty < grid.tiles_y);
+        if !exists {
+            return Err(TileError::NoSuchTile { level, tx, ty });
+        }
+        let path = self.tile_path(level, tx, ty);
+        let expected_len = self.header.tile_file_len();
+        let bytes = read_bounded(&path, expected_len, |path| TileError::Missing { path })?;
+        if bytes.len() as u64 != expected_len {
+            return Err(corrupt(
+                &path,
+                Corruption::Length {
+                    expected: expected_len,
+                    actual: bytes.len() as u64,
+                },
+            ));
+        }
+        let (head, payload) = bytes.split_at(TILE_HEADER_LEN);
+        let head: &[u8; TILE_HEADER_LEN] = head.try_into().map_err(|_| {
+            corrupt(
+                &path,
+                Corruption::Length {
+                    expected: expected_len,
+                    actual: bytes.len() as u64,
+                },
+            )
+        })?;
+        let side = self.header.tile_side();
+        let expected = TileHeader {
+            sample_type: self.header.sample_type,
+            level,
+            tx,
+            ty,
+            side,
+            min_height: 0.0,
+            max_height: 0.0,
+            error: 0.0,
+            payload_checksum: 0,
+        };
+        let stored = TileHeader::decode(head, &expected, &path)?;
+        let computed = crc32fast::hash(payload);
+        if computed != stored.payload_checksum {
+            return Err(corrupt(
+                &path,
+                Corruption::PayloadChecksum {
+                    stored: stored.payload_checksum,
+                    computed,
+                },
+            ));
+        }
+        let samples = decode_samples(self.header.sample_type, payload);
+        if let Samples::F32(values) = &samples
+            && values.iter().any(|v| !v.is_finite())
+        {
+            return Err(corrupt(&path, Corruption::NonFinite { what: "a sample" }));
+        }
+        Ok(Tile {
+            level,
+            tx,
+            ty,
+            side,
+            min_height: stored.min_height,
+            max_height: stored.max_height,
+            error: stored.error,
+            samples,
+        })
+    }
+
+    /// Assembles `level` into one heightfield (its own mapping, cells `2^level` wide),
+    /// reading and checking every tile. Refuses a level of more than `max_samples` samples
+    /// before allocating.
+    pub fn to_heightfield(&self, level: u32, max_samples: u64) -> Result<Heightfield, TileError> {
+        let grid = *self
+            .header
+            .levels
+            .get(level as usize)
+            .ok_or(TileError::NoSuchTile {
+                level,
+                tx: 0,
+                ty: 0,
+            })?;
+        let count = u64::from(grid.width) * u64::from(grid.height);
+        if count > max_samples {
+            return Err(TileError::TooLargeForMemory {
+                level,
+                samples: count,
+                limit: max_samples,
+            });
+        }
+        let mut assembled = match self.header.sample_type {
+            SampleType::U16 => Samples::U16(zeroed(count, level)?),
+            SampleType::I16 => Samples::I16(zeroed(count, level)?),
+            SampleType::F32 => Samples::F32(zeroed(count, level)?),
+        };
+        let cells = self.header.tile_cells as usize;
+        let (width, height) = (grid.width as usize, grid.height as usize);
+        for ty in 0..grid.tiles_y {
+            for tx in 0..grid.tiles_x {
+                let tile = self.read_tile(level, tx, ty)?;
+                let (col0, row0) = (tx as usize * cells, ty as usize * cells);
+                let cols = (cells + 1).min(width - col0);
+                let rows = (cells + 1).min(height - row0);
+                let side = tile.side as usize;
+                let copy = |dst: &mut dyn FnMut(usize, usize, usize)| {
+                    for j in 0..rows {
+                        dst((row0 + j) * width + col0, j * side, cols);
+                    }
+                };
+                match (&mut assembled, &tile.samples) {
+                    (Samples::U16(out), Samples::U16(src)) => copy(&mut |d, s, n| {
+                        out[d..d + n].copy_from_slice(&src[s..s + n]);
+                    }),
+                    (Samples::I16(out), Samples::I16(src)) => copy(&mut |d, s, n| {
+                        out[d..d + n].copy_from_slice(&src[s..s + n]);
+                    }),
+                    (Samples::F32(out), Samples::F32(src)) => copy(&mut |d, s, n| {
+                        out[d..d + n].copy_from_slice(&src[s..s + n]);
+                    }),
+                    // read_tile decodes in the header's sample type, so this cannot happen.
+                    _ => {
+                        return Err(TileError::Inconsistent {
+                            path: self.tile_path(level, tx, ty),
+                            what: "sample type differs from the header's".into(),
+                        });
+                    }
+                }
+            }
+        }
+        let field = Heightfield::new(grid.width, grid.height, assembled)?;
+        Ok(field.with_mapping(self.level_mapping(level))?)
+    }
+}
+
+/// A zeroed buffer of `count` samples, reserved fallibly (a refused allocation is an error).
+fn zeroed<T: Copy + Default>(count: u64, level: u32) -> Result<Vec<T>, TileError> {
+    let too_large = || TileError::TooLargeForMemory {
+        level,
+        samples: count,
+        limit: usize::MAX as u64,
+    };
+    let count = usize::try_from(count).map_err(|_| too_large())?;
+    let mut values = Vec::new();
+    values.try_reserve_exact(count).map_err(|_| too_large())?;
+    values.resize(count, T::default());
+    Ok(values)
+}
+
+/// Reads a regular file of at most `limit` bytes (one more is read to detect a longer
+/// file, reported by the caller's length check); a missing file becomes `missing(path)`.
+fn read_bounded(
+    path: &Path,
+    limit: u64,
+    missing: impl FnOnce(PathBuf) -> TileError,
+) -> Result<Vec<u8>, TileError> {
+    let io = |source| TileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(missing(path.to_path_buf()));
+        }
+        Err(error) => return Err(io(error)),
+    };
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    if metadata.len() > limit {
+        return Err(corrupt(
+            path,
+            Corruption::Length {
+                expected: limit,
+                actual: metadata.len(),
+            },
+        ));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
+fn decode_samples(sample_type: SampleType, payload: &[u8]) -> Samples {
+    match sample_type {
+        SampleType::U16 => Samples::U16(
+            payload
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect(),
+        ),
+        SampleType::I16 => Samples::I16(
+            payload
+                .chunks_exact(2)
+                .map(|b| i16::from_le_bytes([b[0], b[1]]))
+                .collect(),
+        ),
+        SampleType::F32 => Samples::F32(
+            payload
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        ),
+    }
+}

@@ -1,0 +1,142 @@
+//! `terralod import`: converts a heightfield (a file, or the built-in generator at a given
+//! size) into the tiled multi-resolution pyramid of `docs/TILES.md`.
+
+use crate::progress;
+use crate::terrain_args::TerrainArgs;
+use anyhow::{Context, bail};
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+use terralod_core::generate::{GenerateOptions, MAX_SIZE, generate_with_progress};
+use terralod_core::heightfield::{MIN_SIDE, WorldMapping};
+use terralod_core::tiles::{self, ImportOptions};
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub terrain: TerrainArgs,
+    /// Output directory (created; must be empty unless --force).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Cells per tile side, a power of two from 2 to 4096 (a tile holds N + 1 samples per
+    /// side; neighbouring tiles share their edge samples).
+    #[arg(long, default_value_t = ImportOptions::default().tile_cells)]
+    pub tile_size: u32,
+    /// Import into a non-empty directory (its old header is removed first).
+    #[arg(long)]
+    pub force: bool,
+    /// Without a file: generate the built-in terrain at this many samples per side.
+    #[arg(
+        long,
+        value_parser = clap::value_parser!(u32).range(i64::from(MIN_SIDE)..=i64::from(MAX_SIZE))
+    )]
+    pub generate_size: Option<u32>,
+    /// Without a file: the generator's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// The last line of the output, for scripts; field names are part of the CLI's interface.
+#[derive(Debug, Serialize)]
+struct Summary<'a> {
+    out: &'a str,
+    width: u32,
+    height: u32,
+    sample_type: &'static str,
+    tile_cells: u32,
+    levels: usize,
+    tiles: u64,
+    bytes: u64,
+    samples: u64,
+    seconds: f64,
+    samples_per_second: f64,
+}
+
+pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
+    let (field, name) = match &args.terrain.file {
+        Some(path) => {
+            if args.generate_size.is_some() || args.seed.is_some() {
+                bail!(
+                    "{}: --generate-size and --seed apply to the built-in terrain only; give no file",
+                    path.display()
+                );
+            }
+            let terrain = args.terrain.load()?;
+            (terrain.heightfield, terrain.name)
+        }
+        None => generate(args)?,
+    };
+    let options = ImportOptions {
+        tile_cells: args.tile_size,
+        force: args.force,
+    };
+    let bar = progress::bar(0, format!("importing into {}", args.out.display()));
+    let start = Instant::now();
+    let summary = tiles::import(&field, &args.out, &options, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let summary = summary.with_context(|| format!("importing {name}"))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let samples = field.len() as u64;
+    let header = &summary.header;
+    let out_name = args.out.display().to_string();
+    let report = Summary {
+        out: &out_name,
+        width: header.width,
+        height: header.height,
+        sample_type: header.sample_type.name(),
+        tile_cells: header.tile_cells,
+        levels: header.levels.len(),
+        tiles: summary.tiles,
+        bytes: summary.bytes,
+        samples,
+        seconds,
+        samples_per_second: samples as f64 / seconds.max(1e-9),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "imported {name} into {out_name}: {} levels, {} tiles of {2}x{2} samples, {3:.1} MB in {seconds:.2} s",
+        report.levels,
+        report.tiles,
+        header.tile_side(),
+        report.bytes as f64 / 1e6,
+    )
+    .and_then(|()| {
+        serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
+        writeln!(out)
+    })
+    .and_then(|()| out.flush())
+    .context("cannot write to standard output")
+}
+
+/// The built-in terrain at `--generate-size` (default: the built-in size) and `--seed`,
+/// with the mapping flags applied as `TerrainArgs::load` does.
+fn generate(args: &ImportArgs) -> anyhow::Result<(terralod_core::Heightfield, String)> {
+    let defaults = GenerateOptions::default();
+    let options = defaults
+        .clone()
+        .with_size(args.generate_size.unwrap_or(defaults.size))
+        .with_seed(args.seed.unwrap_or(defaults.seed))
+        .with_cell_size(args.terrain.cell_size.unwrap_or(defaults.cell_size));
+    let bar = progress::percent_bar(format!("generating {0} x {0}", options.size));
+    let field = generate_with_progress(&options, &|fraction| {
+        bar.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
+    });
+    bar.finish_and_clear();
+    let name = format!("the built-in terrain ({0} x {0})", options.size);
+    let field = field.with_context(|| format!("generating {name}"))?;
+    let mapping = WorldMapping {
+        cell_size: options.cell_size,
+        height_scale: args.terrain.height_scale,
+        height_offset: args.terrain.height_offset,
+    };
+    let field = field
+        .with_mapping(mapping)
+        .with_context(|| format!("{name}: --cell-size/--height-scale/--height-offset"))?;
+    Ok((field, name))
+}

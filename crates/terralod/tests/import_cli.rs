@@ -1,0 +1,144 @@
+//! End-to-end tests of `terralod import` and `terralod info DIR`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn terralod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(args)
+        .output()
+        .expect("the terralod binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let output = terralod(args);
+    assert!(
+        output.status.success(),
+        "terralod {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs a command that must fail with exit code 1 and one error line naming `needle`.
+fn fails_naming(args: &[&str], needle: &str) {
+    let output = terralod(args);
+    assert_eq!(output.status.code(), Some(1), "terralod {args:?}");
+    let message = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {message}");
+    assert!(
+        lines[0].starts_with("error: ") && message.contains(needle),
+        "{message}"
+    );
+}
+
+fn last_json(stdout: &str) -> serde_json::Value {
+    let line = stdout.lines().last().expect("some output");
+    serde_json::from_str(line).expect("the last line is JSON")
+}
+
+#[test]
+fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("tiles");
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    let args = [
+        "import",
+        "--generate-size",
+        "65",
+        "--seed",
+        "3",
+        "--tile-size",
+        "16",
+        "--height-scale",
+        "2",
+        "--out",
+        out_arg,
+    ];
+    let summary = last_json(&ok(&args));
+    assert_eq!(summary["width"], 65);
+    assert_eq!(summary["levels"], 3);
+    assert_eq!(summary["tiles"], 16 + 4 + 1);
+    assert_eq!(summary["samples"], 65 * 65);
+    assert!(summary["samples_per_second"].as_f64().expect("a number") > 0.0);
+    assert!(out.join("terrain.tlod").is_file());
+    assert!(out.join("2/0/0.tile").is_file());
+
+    let info = last_json(&ok(&["info", "--json", out_arg]));
+    assert_eq!(info["tile_cells"], 16);
+    assert_eq!(info["height_scale"], 2.0);
+    assert_eq!(info["tiles"], 21);
+    assert!(ok(&["info", out_arg]).contains("level 2"));
+
+    fails_naming(&args, "not empty");
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    ok(&forced);
+
+    // A directory without its header is an unfinished import.
+    std::fs::remove_file(out.join("terrain.tlod")).expect("removable");
+    fails_naming(&["info", out_arg], "import that did not finish");
+}
+
+#[test]
+fn import_refuses_bad_flags_with_one_line() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("t");
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    fails_naming(
+        &[
+            "import",
+            "--generate-size",
+            "33",
+            "--tile-size",
+            "12",
+            "--out",
+            out_arg,
+        ],
+        "power of two",
+    );
+    let file = dir.path().join("x.png");
+    std::fs::write(&file, b"not a png").expect("writable");
+    fails_naming(
+        &[
+            "import",
+            file.to_str().expect("UTF-8"),
+            "--generate-size",
+            "33",
+            "--out",
+            out_arg,
+        ],
+        "--generate-size",
+    );
+}
+
+#[test]
+fn import_of_a_real_geotiff_round_trips() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/dem_hills_333x218_f32.tif");
+    if !path.exists() {
+        eprintln!("SKIPPED: {} is absent", path.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("hills");
+    let summary = last_json(&ok(&[
+        "import",
+        path.to_str().expect("UTF-8"),
+        "--tile-size",
+        "64",
+        "--out",
+        out.to_str().expect("UTF-8"),
+    ]));
+    assert_eq!(
+        (summary["width"].clone(), summary["height"].clone()),
+        (333.into(), 218.into())
+    );
+    let source = terralod_core::load(&path, &terralod_core::LoadOptions::default())
+        .expect("loads")
+        .heightfield;
+    let terrain = terralod_core::tiles::TiledTerrain::open(&out).expect("opens");
+    let level0 = terrain.to_heightfield(0, u64::MAX).expect("assembles");
+    assert_eq!(level0.samples(), source.samples());
+}

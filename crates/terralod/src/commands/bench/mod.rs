@@ -262,9 +262,23 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (value, start.elapsed().as_secs_f64() * 1e3)
 }
 
-fn camera(args: &BenchArgs, field: &Heightfield, pose: &Pose) -> anyhow::Result<Camera> {
-    let (w, d) = field.world_size();
+/// The camera of every pose, made before the flight: the far plane needs the terrain's
+/// height range, a scan of every sample that must not run (and flush the caches) between
+/// two timed selections.
+fn cameras(args: &BenchArgs, field: &Heightfield, poses: &[Pose]) -> anyhow::Result<Vec<Camera>> {
     let (lo, hi) = field.world_range();
+    poses
+        .iter()
+        .map(|pose| camera(args, field.world_size(), (lo, hi), pose))
+        .collect()
+}
+
+fn camera(
+    args: &BenchArgs,
+    (w, d): (f32, f32),
+    (lo, hi): (f32, f32),
+    pose: &Pose,
+) -> anyhow::Result<Camera> {
     let eye = Vec3::from(pose.eye);
     let far = [0.0, w]
         .iter()
@@ -304,8 +318,8 @@ fn fly(
     // The mesh of the frame before a measured one, for the popping measurement.
     let mut previous_mesh = None;
     let mut warned_exhausted = false;
-    for (i, pose) in poses.iter().enumerate() {
-        let camera = camera(args, field, pose)?;
+    let cameras = cameras(args, field, poses)?;
+    for (i, &camera) in cameras.iter().enumerate() {
         let view = View::screen(camera, args.pixel_error)?;
         let selection = algorithm.select(&view);
         let measure = measured(i);

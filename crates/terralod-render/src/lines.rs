@@ -18,23 +18,6 @@ pub struct DebugLines {
     vertices: Vec<LineVertex>,
 }
 
-/// The 12 edges of a box as pairs of corner indices (`Aabb::corners` order: bit 0 x,
-/// bit 1 y, bit 2 z).
-const BOX_EDGES: [(usize, usize); 12] = [
-    (0, 1),
-    (2, 3),
-    (4, 5),
-    (6, 7),
-    (0, 2),
-    (1, 3),
-    (4, 6),
-    (5, 7),
-    (0, 4),
-    (1, 5),
-    (2, 6),
-    (3, 7),
-];
-
 impl DebugLines {
     pub fn new() -> DebugLines {
         DebugLines::default()
@@ -66,7 +49,7 @@ impl DebugLines {
     /// The 12 edges of `aabb`.
     pub fn add_box(&mut self, aabb: &Aabb, colour: [u8; 4]) {
         let corners = aabb.corners();
-        for (a, b) in BOX_EDGES {
+        for (a, b) in Aabb::EDGES {
             self.add_segment(corners[a], corners[b], colour);
         }
     }

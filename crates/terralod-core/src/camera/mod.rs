@@ -248,6 +248,23 @@ impl Aabb {
         0.5 * (self.max - self.min)
     }
 
+    /// The twelve edges of a box as pairs of indices into [`Aabb::corners`]: corners one
+    /// bit apart (also the edges of any hexahedron numbered the same way, a frustum's).
+    pub const EDGES: [(usize, usize); 12] = [
+        (0, 1),
+        (2, 3),
+        (4, 5),
+        (6, 7),
+        (0, 2),
+        (1, 3),
+        (4, 6),
+        (5, 7),
+        (0, 4),
+        (1, 5),
+        (2, 6),
+        (3, 7),
+    ];
+
     /// The eight corners (bit 0 picks max x, bit 1 max y, bit 2 max z).
     pub fn corners(&self) -> [Vec3; 8] {
         std::array::from_fn(|i| {

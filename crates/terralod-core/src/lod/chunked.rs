@@ -453,12 +453,12 @@ impl<'a> ChunkedLod<'a> {
         let box_corners = terrain.corners();
         std::iter::once(axis)
             .chain(
-                BOX_EDGES
+                Aabb::EDGES
                     .iter()
                     .map(move |&(a, b)| (corners[a], corners[b])),
             )
             .filter_map(move |(a, b)| segment_in_box(a, b, &terrain))
-            .chain(BOX_EDGES.iter().filter_map(move |&(a, b)| {
+            .chain(Aabb::EDGES.iter().filter_map(move |&(a, b)| {
                 segment_in_frustum(box_corners[a], box_corners[b], &frustum)
             }))
     }
@@ -821,7 +821,7 @@ impl Shadow {
                 count += 1;
             }
         }
-        for (a, b) in BOX_EDGES.map(|(a, b)| (corners[a], corners[b])) {
+        for (a, b) in Aabb::EDGES.map(|(a, b)| (corners[a], corners[b])) {
             for level in [lo, hi] {
                 let (da, db) = (a.y - level, b.y - level);
                 if (da < 0.0) != (db < 0.0) {
@@ -900,23 +900,6 @@ impl Shadow {
         })
     }
 }
-
-/// The twelve edges of a hexahedron whose corners are numbered as [`Aabb::corners`]
-/// (bit 0, 1, 2 pick the high end of the first, second, third axis): corners one bit apart.
-const BOX_EDGES: [(usize, usize); 12] = [
-    (0, 1),
-    (2, 3),
-    (4, 5),
-    (6, 7),
-    (0, 2),
-    (1, 3),
-    (4, 6),
-    (5, 7),
-    (0, 4),
-    (1, 5),
-    (2, 6),
-    (3, 7),
-];
 
 /// The view volume's corners, numbered as [`Aabb::corners`] with the axes right, up and
 /// forward (bit 2: on the far plane).

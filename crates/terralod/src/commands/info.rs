@@ -83,15 +83,23 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         bytes_per_sample: field.samples().bytes_per_sample(),
         padded_side: field.padded_side(),
     };
-    // Written with `writeln!`, not `println!`, which panics when stdout is a closed pipe
-    // or a full disk.
+    print_report(args.json, &report, write_text)
+}
+
+/// Prints `report` as one JSON line or as text. Written with `writeln!`, not `println!`,
+/// which panics when stdout is a closed pipe or a full disk.
+fn print_report<R: Serialize>(
+    json: bool,
+    report: &R,
+    text: impl FnOnce(&mut std::io::StdoutLock<'static>, &R) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer(&mut out, &report)
+    if json {
+        serde_json::to_writer(&mut out, report)
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        write_text(&mut out, &report)
+        text(&mut out, report)
     }
     .and_then(|()| out.flush())
     .context("cannot write to standard output")
@@ -195,16 +203,7 @@ fn run_tiled(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
         world_min: header.min_height,
         world_max: header.max_height,
     };
-    let mut out = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer(&mut out, &report)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
-    } else {
-        write_tiled_text(&mut out, &report)
-    }
-    .and_then(|()| out.flush())
-    .context("cannot write to standard output")
+    print_report(json, &report, write_tiled_text)
 }
 
 fn write_tiled_text(out: &mut impl Write, r: &TiledReport) -> std::io::Result<()> {

@@ -7,12 +7,13 @@ use clap::Args;
 use std::path::PathBuf;
 use terralod_core::heightfield::{Heightfield, WorldMapping};
 use terralod_core::io::{self, ByteOrder, Format, LoadOptions, RgbEncoding, SourceInfo};
+use terralod_core::tiles::TiledTerrain;
 
 /// A terrain source and its world mapping.
 #[derive(Debug, Args)]
 pub struct TerrainArgs {
-    /// Elevation file (PNG, GeoTIFF, .hgt, .asc, .r16/.r32/.f32). Without it: the built-in
-    /// procedural terrain.
+    /// Elevation file (PNG, GeoTIFF, .hgt, .asc, .r16/.r32/.f32) or a directory written by
+    /// `terralod import` (its finest level). Without it: the built-in procedural terrain.
     pub file: Option<PathBuf>,
     /// Read the file as this format instead of guessing from its bytes and extension:
     /// png, geotiff, r16, f32, hgt or ascii-grid.
@@ -38,29 +39,20 @@ pub struct TerrainArgs {
     /// the file's metric spacing when it states one, else 1.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_positive)]
     pub cell_size: Option<f32>,
-    /// World height per raw unit (y = raw * height_scale + height_offset).
-    #[arg(
-        long,
-        default_value_t = 1.0,
-        allow_negative_numbers = true,
-        value_parser = parse_nonzero
-    )]
-    pub height_scale: f32,
-    /// World height of a raw value of 0.
-    #[arg(
-        long,
-        default_value_t = 0.0,
-        allow_negative_numbers = true,
-        value_parser = parse_finite
-    )]
-    pub height_offset: f32,
+    /// World height per raw unit (y = raw * height_scale + height_offset). Default: 1, or
+    /// the one an imported directory was written with.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_nonzero)]
+    pub height_scale: Option<f32>,
+    /// World height of a raw value of 0. Default: 0, or an imported directory's.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_finite)]
+    pub height_offset: Option<f32>,
 }
 
 /// A loaded terrain and where it came from.
 #[derive(Debug)]
 pub struct Terrain {
     pub heightfield: Heightfield,
-    /// None for the built-in terrain.
+    /// None for the built-in terrain and for an imported directory.
     pub source: Option<SourceInfo>,
     /// What the user would call it in a message.
     pub name: String,
@@ -80,6 +72,14 @@ impl TerrainArgs {
     /// Loads the file (or generates the built-in terrain) and applies the mapping flags.
     pub fn load(&self) -> anyhow::Result<Terrain> {
         let (field, source, name) = match &self.file {
+            Some(path) if path.is_dir() => {
+                let bar = progress::spinner(format!("assembling {}", path.display()));
+                let field = TiledTerrain::open(path)
+                    .and_then(|tiled| tiled.to_heightfield(0, self.max_samples));
+                bar.finish_and_clear();
+                let field = field.with_context(|| format!("reading {}", path.display()))?;
+                (field, None, path.display().to_string())
+            }
             Some(path) => {
                 let bar = progress::spinner(format!("loading {}", path.display()));
                 let loaded = io::load(path, &self.load_options());
@@ -98,10 +98,11 @@ impl TerrainArgs {
                 (field, None, "built-in terrain".to_string())
             }
         };
+        let stated = field.mapping();
         let mapping = WorldMapping {
-            cell_size: self.cell_size.unwrap_or(field.mapping().cell_size),
-            height_scale: self.height_scale,
-            height_offset: self.height_offset,
+            cell_size: self.cell_size.unwrap_or(stated.cell_size),
+            height_scale: self.height_scale.unwrap_or(stated.height_scale),
+            height_offset: self.height_offset.unwrap_or(stated.height_offset),
         };
         let heightfield = field
             .with_mapping(mapping)

@@ -142,3 +142,66 @@ fn import_of_a_real_geotiff_round_trips() {
     let level0 = terrain.to_heightfield(0, u64::MAX).expect("assembles");
     assert_eq!(level0.samples(), source.samples());
 }
+
+/// Every command that takes a terrain takes an imported directory: its finest level, with
+/// the mapping it was imported with (flags still override it). The directory's mesh is the
+/// file's mesh; an unfinished directory is refused with its name.
+#[test]
+fn commands_take_an_imported_directory_as_they_take_the_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("terrain.f32");
+    let (width, height) = (49u32, 37u32);
+    let mut bytes = Vec::new();
+    for row in 0..height {
+        for col in 0..width {
+            let (x, z) = (col as f32 * 0.3, row as f32 * 0.2);
+            let value = 40.0 * x.sin() * z.cos() + 3.0 * (col % 5) as f32;
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    std::fs::write(&file, bytes).expect("writable");
+    let file_arg = file.to_str().expect("a UTF-8 path");
+    let tiles = dir.path().join("tiles");
+    let tiles_arg = tiles.to_str().expect("a UTF-8 path");
+    let mapping = [
+        "--cell-size",
+        "10",
+        "--height-scale",
+        "2",
+        "--height-offset",
+        "-5",
+    ];
+    let mut import = vec![
+        "import",
+        file_arg,
+        "--raw-size",
+        "49x37",
+        "--tile-size",
+        "16",
+    ];
+    import.extend_from_slice(&mapping);
+    import.extend_from_slice(&["--out", tiles_arg]);
+    ok(&import);
+
+    let mut from_file = vec!["mesh", file_arg, "--raw-size", "49x37", "--max-error", "1"];
+    from_file.extend_from_slice(&mapping);
+    let from_dir = ["mesh", tiles_arg, "--max-error", "1"];
+    let (a, b) = (last_json(&ok(&from_file)), last_json(&ok(&from_dir)));
+    assert_eq!(a["vertices"], b["vertices"]);
+    assert_eq!(a["triangles"], b["triangles"]);
+    // The flags override the imported mapping: a 10x flatter terrain needs fewer vertices.
+    let flatter = last_json(&ok(&[
+        "mesh",
+        tiles_arg,
+        "--max-error",
+        "1",
+        "--height-scale",
+        "0.2",
+    ]));
+    assert!(flatter["vertices"].as_u64() < b["vertices"].as_u64());
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("writable");
+    let empty_arg = empty.to_str().expect("a UTF-8 path");
+    fails_naming(&["mesh", empty_arg, "--max-error", "1"], "empty");
+}

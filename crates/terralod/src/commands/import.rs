@@ -132,8 +132,8 @@ fn generate(args: &ImportArgs) -> anyhow::Result<(terralod_core::Heightfield, St
     let field = field.with_context(|| format!("generating {name}"))?;
     let mapping = WorldMapping {
         cell_size: options.cell_size,
-        height_scale: args.terrain.height_scale,
-        height_offset: args.terrain.height_offset,
+        height_scale: args.terrain.height_scale.unwrap_or(1.0),
+        height_offset: args.terrain.height_offset.unwrap_or(0.0),
     };
     let field = field
         .with_mapping(mapping)

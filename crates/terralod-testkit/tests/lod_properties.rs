@@ -5,6 +5,7 @@
 
 use proptest::prelude::*;
 use terralod_core::lod::{AlgorithmEntry, LodOptions, REGISTRY, Selection, View};
+use terralod_core::simplify::simplify;
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, Pyramid, Samples, WorldMapping};
 use terralod_testkit::fixtures::{exact_heights, spike, tilted_plane};
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
@@ -254,6 +255,22 @@ proptest! {
                 !bounded || errors.world.max <= f64::from(max_error) + largest * 2f64.powi(-23),
                 "{}: vertical error {} > {}", entry.name, errors.world.max, max_error
             );
+
+            // The export pass (`mesh --simplify`) on every algorithm's mesh: still a
+            // watertight tiling of the same rectangle, every sample covered, never worse
+            // than max(M, the input's error), and no more vertices.
+            let (simplified, stats) =
+                simplify(&field, &mesh, f64::from(max_error)).expect("a valid mesh");
+            let report = check_mesh(&simplified, Some(GridRect::new(0, 0, cols, rows)));
+            prop_assert!(report.is_watertight(), "{} simplified: {}", entry.name, report);
+            let after = measure_error(&field, &simplified, None).expect("no camera");
+            prop_assert_eq!(after.uncovered, 0);
+            let allowed = errors.world.max.max(f64::from(max_error)) + largest * 2f64.powi(-23);
+            prop_assert!(
+                after.world.max <= allowed,
+                "{} simplified: vertical error {} > {}", entry.name, after.world.max, allowed
+            );
+            prop_assert!(stats.vertices_after <= stats.vertices_before);
         }
     }
 

@@ -10,7 +10,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use glam::Vec3;
 use std::hint::black_box;
-use terralod_benches::load_gcanyon;
+use terralod_benches::{load_gcanyon, straight_flight};
 use terralod_core::Camera;
 use terralod_core::heightfield::Heightfield;
 use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions, REGISTRY, View};
@@ -132,21 +132,7 @@ fn adaptive_update(c: &mut Criterion) {
     );
     let (_, low_flight) = cameras()[1];
     let heading = (low_flight.target - low_flight.eye).normalize();
-    let views: Vec<View> = (0..64)
-        .map(|i| {
-            let eye = low_flight.eye + heading * (10.0 * i as f32);
-            let camera = Camera::new(
-                eye,
-                eye + heading,
-                60f32.to_radians(),
-                (1920, 1080),
-                1.0,
-                1e6,
-            )
-            .expect("valid camera");
-            View::screen(camera, 1.0).expect("valid view")
-        })
-        .collect();
+    let views = straight_flight(low_flight.eye, heading, 10.0, 64);
     for view in &views {
         lod.select(view);
     }

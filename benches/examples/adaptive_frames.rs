@@ -6,9 +6,8 @@
 
 use glam::Vec3;
 use std::time::Instant;
-use terralod_benches::load_gcanyon;
-use terralod_core::Camera;
-use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions, View};
+use terralod_benches::{load_gcanyon, straight_flight};
+use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions};
 use terralod_core::pyramid::Pyramid;
 
 fn main() {
@@ -27,21 +26,7 @@ fn main() {
     let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
     let eye0 = Vec3::new(60_000.0, 2_500.0, 61_440.0);
     let heading = (Vec3::new(160_000.0, 1_000.0, 70_000.0) - eye0).normalize();
-    let views: Vec<View> = (0..64)
-        .map(|i| {
-            let eye = eye0 + heading * (step * i as f32);
-            let camera = Camera::new(
-                eye,
-                eye + heading,
-                60f32.to_radians(),
-                (1920, 1080),
-                1.0,
-                1e6,
-            )
-            .expect("valid camera");
-            View::screen(camera, 1.0).expect("valid view")
-        })
-        .collect();
+    let views = straight_flight(eye0, heading, step, 64);
     for view in &views {
         lod.select(view);
     }

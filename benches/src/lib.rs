@@ -50,3 +50,29 @@ fn load_shared(name: &str, cell_size: f32, height_scale: f32) -> Option<Heightfi
     };
     loaded.heightfield.with_mapping(mapping).ok()
 }
+
+/// `count` screen views (τ = 1 px, 1920 × 1080, 60°) flying straight from `eye` along
+/// `heading` in steps of `step` world units: the next-frame workload of the benches.
+pub fn straight_flight(
+    eye: glam::Vec3,
+    heading: glam::Vec3,
+    step: f32,
+    count: usize,
+) -> Vec<terralod_core::lod::View> {
+    use terralod_core::{Camera, lod::View};
+    (0..count)
+        .map(|i| {
+            let eye = eye + heading * (step * i as f32);
+            let camera = Camera::new(
+                eye,
+                eye + heading,
+                60f32.to_radians(),
+                (1920, 1080),
+                1.0,
+                1e6,
+            )
+            .expect("valid camera");
+            View::screen(camera, 1.0).expect("valid view")
+        })
+        .collect()
+}

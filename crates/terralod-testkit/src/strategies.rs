@@ -143,6 +143,18 @@ fn build_field(
     field.with_mapping(mapping).ok()
 }
 
+/// The property tests' configuration: 24 cases (debug-fast), or `PROPTEST_CASES` when set.
+pub fn proptest_config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
 /// Heightfields of `2..=max_side` samples a side (odd, even and 2^n + 1 sizes): planes,
 /// tilted planes, smooth random relief, spiky planes and terraces, stored as f32, u16 or
 /// i16, with assorted world mappings (cell sizes 0.5..90, negative height scales, offsets).

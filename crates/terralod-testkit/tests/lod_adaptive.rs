@@ -13,19 +13,9 @@ use terralod_core::lod::{
 };
 use terralod_core::{Camera, GridPos, Heightfield, Pyramid};
 use terralod_testkit::fixtures::exact_heights;
+use terralod_testkit::strategies::proptest_config;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
 use terralod_testkit::{check_mesh, measure_error};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// A terrain, a walk of cameras over it (with and without culling), and a tolerance.
 fn arb_walk() -> impl Strategy<Value = (Heightfield, Vec<(Camera, bool)>, f32)> {
@@ -73,7 +63,7 @@ fn arb_smooth_walk() -> impl Strategy<Value = (Heightfield, Camera, Vec<(Vec3, V
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config())]
 
     #[test]
     fn smooth_walks_equal_fresh_selections((field, start, walk, tolerance) in arb_smooth_walk()) {

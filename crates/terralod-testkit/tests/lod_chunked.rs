@@ -7,19 +7,9 @@ use proptest::prelude::*;
 use terralod_core::lod::{ChunkedLod, ChunkedOptions, LodAlgorithm, LodOptions, View};
 use terralod_core::{Aabb, Camera, Containment, Pyramid};
 use terralod_testkit::fixtures::exact_heights;
+use terralod_testkit::strategies::proptest_config;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance, arb_scene};
 use terralod_testkit::{GridRect, check_mesh, measure_error};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 fn options(error_aware: bool, view_angle_aware: bool) -> LodOptions {
     LodOptions {
@@ -120,7 +110,7 @@ fn assert_neighbours_within_one(lod: &ChunkedLod<'_>) -> Result<(), TestCaseErro
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config())]
 
     /// C6: the flood fill draws every block whose box truly meets the view volume
     /// (exact separating-axis test, with a rounding margin) and only blocks the plane

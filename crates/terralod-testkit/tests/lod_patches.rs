@@ -7,19 +7,9 @@ use proptest::prelude::*;
 use terralod_core::lod::{LodAlgorithm, PatchOptions, PatchesLod, View};
 use terralod_core::{Camera, Heightfield, Pyramid};
 use terralod_testkit::fixtures::smooth_random;
+use terralod_testkit::strategies::proptest_config;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield};
 use terralod_testkit::{GridRect, check_mesh, measure_error};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Selects for `view` and checks the mesh: watertight, tiling the drawn extent when
 /// nothing is culled, no drawn point in view behind the near plane.
@@ -44,7 +34,7 @@ fn check_frame(
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config())]
 
     #[test]
     fn any_camera_and_patch_size_is_watertight(

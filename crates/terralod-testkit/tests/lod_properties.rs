@@ -8,19 +8,9 @@ use terralod_core::lod::{AlgorithmEntry, LodOptions, REGISTRY, Selection, View};
 use terralod_core::simplify::simplify;
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, Pyramid, Samples, WorldMapping};
 use terralod_testkit::fixtures::{exact_heights, spike, tilted_plane};
+use terralod_testkit::strategies::proptest_config;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
 use terralod_testkit::{GridRect, check_mesh, measure_error};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Both option sets every algorithm must keep its bounds under.
 fn option_sets() -> [LodOptions; 2] {
@@ -179,7 +169,7 @@ fn arb_any_scene(max_side: u32) -> impl Strategy<Value = (Heightfield, Camera, f
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config())]
 
     #[test]
     fn view_dependent_is_crack_free_and_within_tolerance((field, camera, tolerance) in arb_exact_scene(40)) {

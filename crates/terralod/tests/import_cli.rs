@@ -203,5 +203,7 @@ fn commands_take_an_imported_directory_as_they_take_the_file() {
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("writable");
     let empty_arg = empty.to_str().expect("a UTF-8 path");
-    fails_naming(&["mesh", empty_arg, "--max-error", "1"], "empty");
+    fails_naming(&["mesh", empty_arg, "--max-error", "1"], "no header file");
+    let output = terralod(&["mesh", empty_arg, "--max-error", "1"]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains(empty_arg));
 }

@@ -40,8 +40,15 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     pub frames: u32,
     /// Fly these poses instead: a JSON array of {"eye": [x, y, z], "target": [x, y, z]}.
-    #[arg(long, value_name = "FILE.json")]
+    #[arg(long, value_name = "FILE.json", conflicts_with = "speed")]
     pub path: Option<PathBuf>,
+    /// Fly a low loop at this speed (world units per second) instead of the default tour,
+    /// one frame every 1/--fps seconds: a real-time flight.
+    #[arg(long, value_name = "UNITS_PER_S", value_parser = crate::terrain_args::parse_positive)]
+    pub speed: Option<f32>,
+    /// Frames per second of a --speed flight.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::terrain_args::parse_positive)]
+    pub fps: f32,
     /// Viewport in pixels, as WxH.
     #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
     pub size: (u32, u32),
@@ -175,9 +182,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
-    let poses = match &args.path {
-        Some(path) => path::read_path(path)?,
-        None => path::default_path(field, args.frames as usize),
+    let poses = match (&args.path, args.speed) {
+        (Some(path), _) => path::read_path(path)?,
+        (None, Some(speed)) => {
+            path::constant_speed_flight(field, args.frames as usize, speed / args.fps)
+        }
+        (None, None) => path::default_path(field, args.frames as usize),
     };
     let (pyramid, pyramid_ms) = timed(|| Pyramid::build(field));
     let runs = entries
@@ -376,7 +386,10 @@ fn fly(
             );
         }
         frames.push(FrameRecord {
-            phase: path::phase(i, poses.len()),
+            phase: match args.speed {
+                Some(_) => "constant speed",
+                None => path::phase(i, poses.len()),
+            },
             select_ms: stats.select_time.as_secs_f64() * 1e3,
             triangles: stats.triangles,
             vertices,
@@ -506,8 +519,8 @@ fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Resu
 
 /// `--scaling`: the default path over procedural terrains of each size, one extent.
 fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow::Result<()> {
-    if args.terrain.file.is_some() || args.path.is_some() {
-        bail!("--scaling generates its own terrains and path: give no FILE and no --path");
+    if args.terrain.file.is_some() || args.path.is_some() || args.speed.is_some() {
+        bail!("--scaling generates its own terrains and path: give no FILE, --path or --speed");
     }
     let extent = GenerateOptions::default().cell_size * 1024.0;
     let mut rows = Vec::new();

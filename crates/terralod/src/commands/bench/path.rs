@@ -97,6 +97,40 @@ pub fn default_path(field: &Heightfield, frames: usize) -> Vec<Pose> {
     poses
 }
 
+/// `frames` poses of a low flight at a constant speed: `step` world units per frame along an
+/// ellipse inscribed in the terrain (radii 40 % of its width and depth, so any number of
+/// frames fits on any terrain), following the ground at the default path's clearance and
+/// looking ahead along the flight. `terralod bench --speed V --fps F` flies it with
+/// `step = V / F`: a real-time flight, where the default path is a tour.
+pub fn constant_speed_flight(field: &Heightfield, frames: usize, step: f32) -> Vec<Pose> {
+    let (w, d) = field.world_size();
+    let (lo, hi) = field.world_range();
+    let span = w.max(d);
+    let clearance = 0.005 * span + 0.02 * (hi - lo);
+    let ground = |x: f32, z: f32| height_at(field, x, z).unwrap_or(lo);
+    let (rx, rz) = (0.4 * w, 0.4 * d);
+    let at = |angle: f32| Vec3::new(0.5 * w + rx * angle.cos(), 0.0, 0.5 * d + rz * angle.sin());
+    // Angle per unit of arc length at `angle` (the ellipse's speed varies along it).
+    let turn_rate = |angle: f32| 1.0 / (rx * angle.sin()).hypot(rz * angle.cos()).max(1e-6);
+    let look_ahead = (20.0 * step).clamp(0.01 * span, 0.1 * span);
+    let mut angle = std::f32::consts::PI;
+    let mut poses = Vec::with_capacity(frames);
+    for _ in 0..frames {
+        let here = at(angle);
+        let heading = Vec3::new(-rx * angle.sin(), 0.0, rz * angle.cos()).normalize_or(Vec3::X);
+        // Clear the highest ground a little ahead, as the default path does.
+        let highest = (0..=4)
+            .map(|k| here + heading * (0.25 * look_ahead * k as f32))
+            .map(|p| ground(p.x.clamp(0.0, w), p.z.clamp(0.0, d)))
+            .fold(lo, f32::max);
+        let eye = Vec3::new(here.x, highest + clearance, here.z);
+        let target = Vec3::new(eye.x, highest, eye.z) + heading * look_ahead;
+        poses.push(Pose::new(eye, target));
+        angle += step * turn_rate(angle);
+    }
+    poses
+}
+
 /// Poses from a JSON file: an array of `{"eye": [x, y, z], "target": [x, y, z]}`.
 pub fn read_path(path: &Path) -> anyhow::Result<Vec<Pose>> {
     let text = std::fs::read_to_string(path)
@@ -150,5 +184,34 @@ mod tests {
         }
         let phases: std::collections::BTreeSet<_> = (0..600).map(|i| phase(i, 600)).collect();
         assert_eq!(phases.len(), 4);
+    }
+
+    #[test]
+    fn the_constant_speed_flight_keeps_its_speed_and_clears_the_ground() {
+        let field = generate(&GenerateOptions {
+            size: 129,
+            ..GenerateOptions::default()
+        })
+        .unwrap();
+        let step = 25.0;
+        let path = constant_speed_flight(&field, 400, step);
+        assert_eq!(path.len(), 400);
+        assert_eq!(path, constant_speed_flight(&field, 400, step));
+        let (w, d) = field.world_size();
+        for pair in path.windows(2) {
+            let (a, b) = (Vec3::from(pair[0].eye), Vec3::from(pair[1].eye));
+            let plan = Vec3::new(b.x - a.x, 0.0, b.z - a.z).length();
+            assert!(
+                (plan - step).abs() < 0.02 * step,
+                "moved {plan}, not {step}"
+            );
+        }
+        for (i, pose) in path.iter().enumerate() {
+            let eye = Vec3::from(pose.eye);
+            assert!((0.0..=w).contains(&eye.x) && (0.0..=d).contains(&eye.z));
+            let ground = height_at(&field, eye.x, eye.z).expect("inside the terrain");
+            assert!(eye.y > ground, "frame {i} is underground");
+            assert_ne!(pose.eye, pose.target);
+        }
     }
 }

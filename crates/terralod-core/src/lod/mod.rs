@@ -31,6 +31,7 @@ pub mod patches;
 pub mod presets;
 pub mod quadtree;
 pub mod stitched_patch;
+pub mod streamed;
 
 use crate::camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 use crate::heightfield::{GridPos, Heightfield};
@@ -46,6 +47,7 @@ pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
+pub use streamed::{StreamStats, StreamedLod};
 
 /// The error bound a selection keeps.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -669,6 +671,20 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a diamond's two triangles split together, and errors and boxes grow \
                      towards the root, so a split never lacks its parents (a conforming mesh)",
         build: |field, _pyramid, options| Box::new(BintreeLod::new(field, *options)),
+    },
+    AlgorithmEntry {
+        name: "streamed",
+        summary: "error-driven quadtree over the blocks of a tiled terrain (issue 9), drawing \
+              only what is resident and the coarser block while a tile loads; here over \
+              in-memory tiles",
+        crack_handling: "restricted quadtree (forced splits of coarser neighbours when their \
+                     tiles are resident), stitched seams against a one-level-coarser neighbour",
+        build: |field, _pyramid, options| {
+            Box::new(StreamedLod::new(
+                crate::tiles::MemoryTiles::for_field(field),
+                *options,
+            ))
+        },
     },
 ];
 

@@ -25,6 +25,7 @@
 mod format;
 mod import;
 mod read;
+pub mod source;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +35,10 @@ pub use format::{
 };
 pub use import::{ImportOptions, ImportSummary, import};
 pub use read::{Tile, TiledTerrain};
+pub use source::{
+    BlockBounds, MemoryTiles, MemoryTilesOptions, SourceError, TileKey, TileSource, block_tile,
+    blocks_across,
+};
 
 use crate::io::WriteError;
 use std::path::PathBuf;

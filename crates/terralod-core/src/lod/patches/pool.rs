@@ -41,6 +41,12 @@ pub struct PatchPool {
 impl PatchPool {
     /// Allocates `capacity` slots of patches of `side` cells a side (all free).
     pub fn new(side: u32, capacity: u32, field: &Heightfield) -> PatchPool {
+        PatchPool::with_height_range(side, capacity, field.world_range())
+    }
+
+    /// [`PatchPool::new`] for a terrain known by its world height range only (the colour
+    /// ramp's ends), as a streamed terrain is.
+    pub fn with_height_range(side: u32, capacity: u32, height_range: (f32, f32)) -> PatchPool {
         let per_slot = ((side + 1) * (side + 1)) as usize;
         let total = per_slot * capacity as usize;
         PatchPool {
@@ -53,7 +59,7 @@ impl PatchPool {
             generation: vec![0; capacity as usize],
             fills_ever: 0,
             free: (0..capacity).rev().collect(),
-            height_range: field.world_range(),
+            height_range,
             fills: 0,
             fill_time: Duration::ZERO,
         }
@@ -139,28 +145,48 @@ impl PatchPool {
     /// normals by central differences at the patch's step, colours from a height and slope
     /// ramp. Timed, for the fill-cost statistics.
     pub fn fill(&mut self, slot: u32, field: &Heightfield, origin: GridPos, step: u32) {
+        let at = |i: i64, j: i64| {
+            let col = (i64::from(origin.col) + i64::from(step) * i).max(0) as u32;
+            let row = (i64::from(origin.row) + i64::from(step) * j).max(0) as u32;
+            sample_height(field, GridPos::new(col, row))
+        };
+        self.fill_with(slot, origin, step, field.mapping().cell_size, at);
+    }
+
+    /// Fills `slot` as [`PatchPool::fill`] does, with the heights of local vertex `(i, j)`
+    /// from `height(i, j)`, for `i, j` in `-1 ..= side + 1` (the ring outside the patch
+    /// serves the normals; the caller clamps it to the data it has). Positions are
+    /// `x = col · cell_size`, `z = row · cell_size` of grid position `origin + step · (i, j)`.
+    pub fn fill_with(
+        &mut self,
+        slot: u32,
+        origin: GridPos,
+        step: u32,
+        cell_size: f32,
+        height: impl Fn(i64, i64) -> f32,
+    ) {
         let started = Instant::now();
         let per_slot = self.per_slot();
         let start = slot as usize * per_slot;
-        let cell = field.mapping().cell_size;
+        let cell = cell_size;
         let (lo, hi) = self.height_range;
         let span = (hi - lo).max(f32::MIN_POSITIVE);
         let n = self.side + 1;
+        let run = 2.0 * step as f32 * cell;
         for j in 0..n {
             for i in 0..n {
+                let (li, lj) = (i64::from(i), i64::from(j));
                 let col = origin.col + step * i;
                 let row = origin.row + step * j;
-                let height = sample_height(field, GridPos::new(col, row));
-                let at = |c: u32, r: u32| sample_height(field, GridPos::new(c, r));
-                let (west, east) = (at(col.saturating_sub(step), row), at(col + step, row));
-                let (north, south) = (at(col, row.saturating_sub(step)), at(col, row + step));
-                let run = 2.0 * step as f32 * cell;
+                let h = height(li, lj);
+                let (west, east) = (height(li - 1, lj), height(li + 1, lj));
+                let (north, south) = (height(li, lj - 1), height(li, lj + 1));
                 let normal = Vec3::new((west - east) / run, 1.0, (north - south) / run)
                     .normalize_or(Vec3::Y);
                 let k = start + (j * n + i) as usize;
-                self.positions[k] = [col as f32 * cell, height, row as f32 * cell];
+                self.positions[k] = [col as f32 * cell, h, row as f32 * cell];
                 self.normals[k] = pack_normal(normal);
-                self.colours[k] = ramp_colour((height - lo) / span, normal.y);
+                self.colours[k] = ramp_colour((h - lo) / span, normal.y);
             }
         }
         self.fills_ever += 1;

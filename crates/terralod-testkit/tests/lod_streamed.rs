@@ -1,0 +1,222 @@
+//! The streamed algorithm over a partially resident source: a wrapper around
+//! `MemoryTiles` refuses some tiles (as a disk cache does while they load). Still
+//! crack-free and covering, the coarser block drawn where a tile is missing, no panic; and
+//! once every tile is resident, the same mesh as the all-resident source.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use terralod_core::lod::{LodAlgorithm, LodOptions, StreamedLod, View};
+use terralod_core::tiles::{
+    MemoryTiles, MemoryTilesOptions, TerrainHeader, TileKey, TileSource, block_tile,
+};
+use terralod_core::{Camera, GridPos, Heightfield};
+use terralod_testkit::fixtures::smooth_random;
+use terralod_testkit::{GridRect, check_mesh, measure_error};
+
+/// `MemoryTiles` that refuses the tiles `refuse` names, and records what was asked.
+struct Partial {
+    inner: MemoryTiles,
+    refuse: fn(TileKey) -> bool,
+    refused: HashSet<TileKey>,
+    frames: u64,
+}
+
+impl TileSource for Partial {
+    fn header(&self) -> &TerrainHeader {
+        self.inner.header()
+    }
+
+    fn block_cells(&self) -> u32 {
+        self.inner.block_cells()
+    }
+
+    fn block_bounds(&self, level: u32, bx: u32, by: u32) -> terralod_core::tiles::BlockBounds {
+        self.inner.block_bounds(level, bx, by)
+    }
+
+    fn tile_heights(&mut self, key: TileKey) -> Option<Arc<[f32]>> {
+        if (self.refuse)(key) {
+            self.refused.insert(key);
+            return None;
+        }
+        self.inner.tile_heights(key)
+    }
+
+    fn begin_frame(&mut self) {
+        self.frames += 1;
+    }
+}
+
+const OPTIONS: MemoryTilesOptions = MemoryTilesOptions {
+    tile_cells: 4,
+    block_cells: 2,
+};
+
+fn field() -> Heightfield {
+    smooth_random(61, 47, 3, 40.0).expect("valid field")
+}
+
+fn cameras(field: &Heightfield) -> Vec<Camera> {
+    let (w, d) = field.world_size();
+    let centre = glam::Vec3::new(0.5 * w, 20.0, 0.5 * d);
+    (0..8)
+        .map(|k| {
+            let a = k as f32 * 0.8;
+            let eye = centre
+                + glam::Vec3::new(
+                    0.6 * w * a.cos(),
+                    10.0 + 15.0 * (k % 3) as f32,
+                    0.6 * d * a.sin(),
+                );
+            Camera::new(eye, centre, 1.0, (640, 480), 0.5, 1e4).expect("valid camera")
+        })
+        .collect()
+}
+
+fn triangles(lod: &mut dyn LodAlgorithm, view: &View) -> Vec<[GridPos; 3]> {
+    let mut out = Vec::new();
+    lod.select(view).for_each_triangle(|t| out.push(t));
+    out
+}
+
+/// Level-0 tiles in a checkerboard, and every tile of level 1 with an odd column.
+fn checkerboard(key: TileKey) -> bool {
+    match key {
+        (0, tx, ty) => (tx + ty) % 2 == 1,
+        (1, tx, _) => tx % 2 == 1,
+        _ => false,
+    }
+}
+
+#[test]
+fn missing_tiles_draw_coarser_blocks_without_cracks() {
+    let field = field();
+    let inner = MemoryTiles::new(&field, OPTIONS).expect("valid");
+    let source = Partial {
+        inner,
+        refuse: checkerboard,
+        refused: HashSet::new(),
+        frames: 0,
+    };
+    let mut lod = StreamedLod::new(source, LodOptions::default());
+    let mut reference = StreamedLod::new(
+        MemoryTiles::new(&field, OPTIONS).expect("valid"),
+        LodOptions::default(),
+    );
+    let (cols, rows) = (field.width() - 1, field.height() - 1);
+    let mut held_back = 0;
+    let mut views: Vec<View> = cameras(&field)
+        .into_iter()
+        .flat_map(|c| [0.5, 3.0].map(|t| View::screen(c, t).expect("valid view")))
+        .collect();
+    views.push(View::world_error(0.01).expect("valid"));
+    for view in &views {
+        let mesh = lod.select(view).to_mesh(&field);
+        let report = check_mesh(&mesh, None);
+        assert!(report.is_watertight(), "{report}");
+        held_back += lod.stream_stats().blocks_held_back;
+        // No drawn block comes from a refused tile.
+        for (level, bx, by) in lod.drawn_blocks() {
+            let (key, _) = block_tile(4, 2, level, bx, by);
+            let clamped = (
+                key.0,
+                key.1
+                    .min(lod.source().header().levels[level as usize].tiles_x - 1),
+                key.2
+                    .min(lod.source().header().levels[level as usize].tiles_y - 1),
+            );
+            assert!(
+                !checkerboard(clamped),
+                "block ({level}, {bx}, {by}) drawn from a missing tile"
+            );
+        }
+        if view.camera().is_none() {
+            // Full coverage even so: the coarser blocks stand in.
+            let errors = measure_error(&field, &mesh, None).expect("no camera");
+            assert_eq!(errors.uncovered, 0);
+            let max = mesh
+                .positions
+                .iter()
+                .fold((0, 0), |m, p| (m.0.max(p.col), m.1.max(p.row)));
+            assert!(max.0 >= cols && max.1 >= rows);
+            let report = check_mesh(&mesh, Some(GridRect::new(0, 0, max.0, max.1)));
+            assert!(report.is_watertight(), "{report}");
+            // Nothing of level 0 could be drawn where its tile is missing, so it is coarser
+            // than the all-resident mesh.
+            let full = triangles(&mut reference, view);
+            assert!(mesh.triangles.len() < full.len());
+        }
+    }
+    assert!(held_back > 0, "some block waited for a tile");
+    assert!(
+        !lod.source().refused.is_empty(),
+        "missing tiles were requested"
+    );
+
+    // Every tile arrives: the same meshes as the all-resident source, frame by frame.
+    lod.source_mut().refuse = |_| false;
+    for view in &views {
+        let streamed = triangles(&mut lod, view);
+        let full = triangles(&mut reference, view);
+        assert_eq!(streamed, full);
+        assert_eq!(lod.stream_stats().blocks_held_back, 0);
+    }
+}
+
+#[test]
+fn missing_roots_draw_nothing_and_nothing_panics() {
+    let field = field();
+    let inner = MemoryTiles::new(&field, OPTIONS).expect("valid");
+    let top = inner.header().levels.len() as u32 - 1;
+    let source = Partial {
+        inner,
+        refuse: |_| true,
+        refused: HashSet::new(),
+        frames: 0,
+    };
+    let mut lod = StreamedLod::new(source, LodOptions::default());
+    for view in [
+        View::world_error(1.0).expect("valid"),
+        View::screen(cameras(&field)[0], 1.0).expect("valid"),
+    ] {
+        assert_eq!(lod.select(&view).triangle_count(), 0);
+    }
+    assert!(lod.source().refused.contains(&(top, 0, 0)));
+    assert_eq!(lod.source().frames, 2);
+}
+
+/// With every tile resident the oracle's projected error stays within τ on a terrain deep
+/// enough for several levels of blocks, including seams (the registry tests use smaller
+/// fields), and with the default-sized blocks on a larger one.
+#[test]
+fn all_resident_keeps_tolerance() {
+    for (field, options) in [
+        (field(), OPTIONS),
+        (
+            smooth_random(129, 129, 9, 60.0).expect("valid"),
+            MemoryTilesOptions {
+                tile_cells: 32,
+                block_cells: 8,
+            },
+        ),
+    ] {
+        let mut lod = StreamedLod::new(
+            MemoryTiles::new(&field, options).expect("valid"),
+            LodOptions::default(),
+        );
+        for camera in cameras(&field) {
+            for tolerance in [0.5, 2.0] {
+                let view = View::screen(camera, tolerance).expect("valid");
+                let mesh = lod.select(&view).to_mesh(&field);
+                assert!(check_mesh(&mesh, None).is_watertight());
+                let errors = measure_error(&field, &mesh, Some(&camera)).expect("camera");
+                let projected = errors.projected.expect("camera");
+                assert!(
+                    projected.max <= f64::from(tolerance) * (1.0 + 1e-4) + 1e-3,
+                    "{} > {tolerance}",
+                    projected.max
+                );
+            }
+        }
+    }
+}

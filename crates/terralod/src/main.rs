@@ -6,6 +6,7 @@ mod commands;
 mod lod_args;
 mod look_args;
 mod progress;
+mod stream_args;
 mod terrain_args;
 mod viewer;
 

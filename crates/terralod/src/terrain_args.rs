@@ -59,6 +59,11 @@ pub struct Terrain {
 }
 
 impl TerrainArgs {
+    /// Whether any of --cell-size, --height-scale, --height-offset was given.
+    pub fn mapping_given(&self) -> bool {
+        self.cell_size.is_some() || self.height_scale.is_some() || self.height_offset.is_some()
+    }
+
     fn load_options(&self) -> LoadOptions {
         LoadOptions {
             encoding: self.encoding,

@@ -503,8 +503,12 @@ impl Selection<'_> {
     }
 
     /// The drawn triangles as a mesh with one vertex per grid position, heights as drawn
-    /// (the sample's, border repeated beyond the data, or the morphed height).
+    /// (the sample's, border repeated beyond the data, or the morphed height; a pool's
+    /// selection takes them from its slots, see [`Selection::to_mesh_from_pool`]).
     pub fn to_mesh(&self, field: &Heightfield) -> GridMesh {
+        if let Some(mesh) = self.to_mesh_from_pool() {
+            return mesh;
+        }
         let morphs: HashMap<GridPos, f32> = match *self {
             Selection::Triangles {
                 vertices, morphs, ..
@@ -539,6 +543,42 @@ impl Selection<'_> {
             mesh.triangles.push(triangle);
         });
         mesh
+    }
+
+    /// For a patch selection drawn from a pool (and not morphed): the drawn mesh with every
+    /// height read from the slots, exactly what the renderer draws, and no heightfield
+    /// needed (a streamed terrain has none in memory). `None` for any other selection.
+    pub fn to_mesh_from_pool(&self) -> Option<GridMesh> {
+        let Selection::Patches {
+            patch_side,
+            index_buffers,
+            instances,
+            morph: None,
+            pool: Some(pool),
+            ..
+        } = *self
+        else {
+            return None;
+        };
+        let local_stride = patch_side + 1;
+        let mut mesh = GridMesh::default();
+        let mut vertex_of: HashMap<GridPos, u32> = HashMap::new();
+        for p in instances {
+            let Some(buffer) = index_buffers.get(p.index_buffer as usize) else {
+                continue;
+            };
+            for t in buffer.chunks_exact(3) {
+                let triangle = [t[0], t[1], t[2]].map(|local| {
+                    let (i, j) = (local % local_stride, local / local_stride);
+                    let pos = GridPos::new(p.origin.col + p.step * i, p.origin.row + p.step * j);
+                    *vertex_of
+                        .entry(pos)
+                        .or_insert_with(|| mesh.push_vertex(pos, pool.position(p.slot, i, j).y))
+                });
+                mesh.triangles.push(triangle);
+            }
+        }
+        Some(mesh)
     }
 
     /// Number of distinct vertices the triangles use.

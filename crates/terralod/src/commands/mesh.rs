@@ -3,12 +3,14 @@
 
 use crate::camera_args::CameraArgs;
 use crate::lod_args::LodArgs;
+use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, SelectionStats, Tolerance};
 use terralod_core::simplify::simplify;
 use terralod_core::{GridMesh, Pyramid, WorldMapping, io};
 
@@ -27,6 +29,9 @@ pub struct MeshArgs {
     /// within the max error (an export pass, slower than the selection; fewer vertices).
     #[arg(long, requires = "max_error")]
     pub simplify: bool,
+    /// The tile cache, for `--algo streamed` over an imported directory.
+    #[command(flatten)]
+    pub stream: StreamArgs,
 }
 
 /// The output formats.
@@ -58,28 +63,21 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     if args.lod.max_error.is_some() && args.camera.any_given() {
         bail!("--max-error is view-independent: it takes no camera flags");
     }
-    let terrain = args.terrain.load()?;
-    let field = &terrain.heightfield;
-    let view = args.lod.view(|| args.camera.camera(field), None)?;
-    let pyramid = Pyramid::build(field);
-    let mut algorithm = (entry.build)(field, &pyramid, &args.lod.options());
-    // The first frame grows the buffers; the second is the steady-state cost we report.
-    algorithm.select(&view);
-    let selection = algorithm.select(&view);
-    let mut mesh = selection.to_mesh(field);
-    let stats = *algorithm.stats();
-    let simplified = match args.lod.max_error.filter(|_| args.simplify) {
-        Some(max_error) => {
-            let start = Instant::now();
-            let (simplified, simplify_stats) = simplify(field, &mesh, f64::from(max_error))
-                .context("simplifying the selected mesh")?;
-            mesh = simplified;
-            Some((simplify_stats, start.elapsed()))
-        }
-        None => None,
+    let selected = match streams(args.terrain.file.as_deref(), entry.name) {
+        Some(dir) => select_streamed(args, dir)?,
+        None => select_loaded(args, entry)?,
     };
+    let Selected {
+        mesh,
+        stats,
+        state_bytes,
+        mapping,
+        tolerance,
+        cull,
+        extra,
+    } = selected;
     if let (Some(path), Some(format)) = (&args.out, format) {
-        write_mesh(path, format, &mesh, &field.mapping())
+        write_mesh(path, format, &mesh, &mapping)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let headline = format!(
@@ -101,23 +99,111 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "nodes_visited": stats.nodes_visited,
         "nodes_drawn": stats.nodes_drawn,
         "select_ms": stats.select_time.as_secs_f64() * 1e3,
-        "tolerance": view.tolerance(),
-        "cull": view.cull(),
+        "tolerance": tolerance,
+        "cull": cull,
         "view_angle_aware": args.lod.algorithm.view_angle_aware,
-        "state_bytes": algorithm.state_bytes(),
+        "state_bytes": state_bytes,
     });
-    if let Some((simplify_stats, time)) = simplified {
-        summary["simplify"] = serde_json::json!({
-            "vertices_before": simplify_stats.vertices_before,
-            "collapses": simplify_stats.collapses,
-            "simplify_ms": time.as_secs_f64() * 1e3,
-        });
+    if let Some((key, value)) = extra {
+        summary[key] = value;
     }
     // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{headline}\n{summary}")
         .and_then(|()| out.flush())
         .context("cannot write to standard output")
+}
+
+/// A selected mesh and what the summary line reports of it.
+struct Selected {
+    mesh: GridMesh,
+    stats: SelectionStats,
+    state_bytes: usize,
+    mapping: WorldMapping,
+    tolerance: Tolerance,
+    cull: bool,
+    /// One more entry of the summary (`simplify` or `streamed`).
+    extra: Option<(&'static str, serde_json::Value)>,
+}
+
+/// Loads the terrain whole and selects (then simplifies, with --simplify).
+fn select_loaded(args: &MeshArgs, entry: &AlgorithmEntry) -> anyhow::Result<Selected> {
+    let terrain = args.terrain.load()?;
+    let field = &terrain.heightfield;
+    let view = args.lod.view(|| args.camera.camera(field), None)?;
+    let pyramid = Pyramid::build(field);
+    let mut algorithm = (entry.build)(field, &pyramid, &args.lod.options());
+    // The first frame grows the buffers; the second is the steady-state cost we report.
+    algorithm.select(&view);
+    let selection = algorithm.select(&view);
+    let mut mesh = selection.to_mesh(field);
+    let stats = *algorithm.stats();
+    let mut extra = None;
+    if let Some(max_error) = args.lod.max_error.filter(|_| args.simplify) {
+        let start = Instant::now();
+        let (simplified, simplify_stats) = simplify(field, &mesh, f64::from(max_error))
+            .context("simplifying the selected mesh")?;
+        mesh = simplified;
+        extra = Some((
+            "simplify",
+            serde_json::json!({
+                "vertices_before": simplify_stats.vertices_before,
+                "collapses": simplify_stats.collapses,
+                "simplify_ms": start.elapsed().as_secs_f64() * 1e3,
+            }),
+        ));
+    }
+    Ok(Selected {
+        mesh,
+        stats,
+        state_bytes: algorithm.state_bytes(),
+        mapping: field.mapping(),
+        tolerance: view.tolerance(),
+        cull: view.cull(),
+        extra,
+    })
+}
+
+/// Streams an imported directory through the tile cache (`--algo streamed`): selects until
+/// every tile the view asks for is resident (or failed, reported), then exports the mesh
+/// drawn from the pool, with no heightfield of the whole terrain in memory.
+fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
+    if args.simplify {
+        bail!(
+            "{}: --simplify needs the whole terrain in memory; it does not apply to a \
+             streamed directory",
+            dir.display()
+        );
+    }
+    let terrain = StreamedTerrain::open(dir, args.terrain.mapping_given())?;
+    let view = args.lod.view(|| args.camera.camera(&terrain.plan), None)?;
+    let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
+    let selections = settle(&mut algorithm, &view, SETTLE_LIMIT)?;
+    let selection = algorithm.select(&view);
+    let mesh = selection
+        .to_mesh_from_pool()
+        .context("the streamed selection draws from its pool")?;
+    let stream = *algorithm.stream_stats();
+    let cache = algorithm.source().stats();
+    Ok(Selected {
+        mesh,
+        stats: *algorithm.stats(),
+        state_bytes: algorithm.state_bytes(),
+        mapping: terrain.tiled.header().mapping,
+        tolerance: view.tolerance(),
+        cull: view.cull(),
+        extra: Some((
+            "streamed",
+            serde_json::json!({
+                "selections_to_settle": selections + 1,
+                "blocks_drawn": stream.blocks_drawn,
+                "blocks_held_back": stream.blocks_held_back,
+                "tiles_resident": cache.resident_tiles,
+                "resident_bytes": cache.resident_bytes,
+                "failed_tiles": cache.failures,
+            }),
+        )),
+    })
 }
 
 /// World position of every vertex, as drawn.

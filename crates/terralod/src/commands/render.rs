@@ -4,12 +4,14 @@
 use crate::camera_args::CameraArgs;
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
+use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use terralod_core::lod::LodAlgorithm;
 use terralod_core::{Pyramid, io};
 use terralod_render::{
     DebugLines, FrameSettings, GpuContext, GpuTimer, OffscreenTarget, TerrainRenderer,
@@ -34,14 +36,28 @@ pub struct RenderArgs {
     /// time.
     #[arg(long, default_value_t = 0)]
     pub frames: u32,
+    /// The tile cache, for `--algo streamed` over an imported directory.
+    #[command(flatten)]
+    pub stream: StreamArgs,
 }
 
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.entry()?;
     check_png(&args.out)?;
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
-    let terrain = args.terrain.load()?;
-    let field = &terrain.heightfield;
+    // `--algo streamed` over an imported directory streams it; the renderer and the default
+    // camera then take a coarse level of it (the slots carry the drawn heights).
+    let streamed = streams(args.terrain.file.as_deref(), entry.name)
+        .map(|dir| StreamedTerrain::open(dir, args.terrain.mapping_given()))
+        .transpose()?;
+    let loaded;
+    let (field, terrain_name) = match &streamed {
+        Some(s) => (&s.plan, s.tiled.dir().display().to_string()),
+        None => {
+            loaded = args.terrain.load()?;
+            (&loaded.heightfield, loaded.name.clone())
+        }
+    };
     let camera = args.camera.camera_or_default(field)?;
     let lod_camera = args.look.frozen.camera(&camera)?;
     let view = args
@@ -60,7 +76,15 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
 
     let pyramid = Pyramid::build(field);
-    let mut algorithm = (entry.build)(field, &pyramid, &args.lod.options());
+    let mut algorithm: Box<dyn LodAlgorithm + '_> = match &streamed {
+        Some(terrain) => {
+            let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
+            // A still image waits for the tiles its view asks for.
+            settle(&mut algorithm, &view, SETTLE_LIMIT)?;
+            Box::new(algorithm)
+        }
+        None => (entry.build)(field, &pyramid, &args.lod.options()),
+    };
     // The first frame grows the buffers; the second is the steady-state selection drawn.
     algorithm.select(&view);
 
@@ -108,7 +132,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
 
     let summary = serde_json::json!({
         "algorithm": entry.name,
-        "terrain": terrain.name,
+        "terrain": terrain_name,
         "out": args.out.display().to_string(),
         "size": [camera.viewport.0, camera.viewport.1],
         "eye": camera.eye.to_array(),

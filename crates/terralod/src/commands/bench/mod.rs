@@ -7,6 +7,7 @@
 
 mod path;
 mod plot;
+mod stream;
 #[cfg(test)]
 mod uploads;
 
@@ -77,6 +78,9 @@ pub struct BenchArgs {
     /// Sizes for --scaling (samples a side).
     #[arg(long, value_delimiter = ',', default_value = "1025,4097,16385")]
     pub scaling_sizes: Vec<u32>,
+    /// The tile cache, for `--algo streamed` alone over an imported directory.
+    #[command(flatten)]
+    pub stream: crate::stream_args::StreamArgs,
     /// Every algorithm's options (each algorithm reads its own).
     #[command(flatten)]
     pub algorithm: AlgorithmOptionArgs,
@@ -179,6 +183,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
     if args.scaling {
         return run_scaling(args, &entries);
+    }
+    // `--algo streamed` alone over an imported directory streams it through the tile
+    // cache; any other run loads the directory's finest level whole, as for a file.
+    if let Some(dir) = args.terrain.file.as_deref().filter(|f| f.is_dir())
+        && args.algos.iter().all(|name| name == "streamed")
+        && !args.algos.is_empty()
+    {
+        return stream::run(args, dir);
     }
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;

@@ -1,0 +1,170 @@
+//! `terralod bench DIR --algo streamed`: a flight over an imported directory through the
+//! tile cache (issue 9): tiles load in the background under `--cache-mb`, the selection
+//! draws what is resident. Reports, besides the usual per-frame figures, what a streamed
+//! flight must keep: resident memory, how long any frame waited on the cache, blocks drawn
+//! coarser because their tile was not there yet, and every failed tile (once).
+
+use super::{BenchArgs, Spread, cameras, path, write_json};
+use crate::progress;
+use crate::stream_args::{StreamedTerrain, peak_resident_bytes};
+use anyhow::Context;
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+use terralod_core::lod::{LodAlgorithm, StreamedLod, View};
+use terralod_core::tiles::{TileCache, TiledTerrain};
+use terralod_testkit::{check_mesh, measure_error};
+
+/// Largest level 0 the oracles load to measure the error and check the meshes; above it
+/// the flight is measured for time and memory only (the oracles need the whole field).
+const ORACLE_SAMPLES: u64 = 1 << 24;
+
+/// One frame of a streamed flight.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct StreamFrame {
+    pub select_ms: f64,
+    pub triangles: u64,
+    pub blocks_drawn: u64,
+    /// Blocks drawn coarser than wanted because a tile was not resident.
+    pub blocks_held_back: u64,
+    pub resident_bytes: u64,
+    pub measured_px: Option<f64>,
+}
+
+pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
+    let terrain = StreamedTerrain::open(dir, args.terrain.mapping_given())?;
+    let tiled = &terrain.tiled;
+    let plan = &terrain.plan;
+    let header = tiled.header();
+    let level0 = u64::from(header.width) * u64::from(header.height);
+    let wants_oracle = args.check || args.measure_every > 0;
+    let oracle = if wants_oracle && level0 <= ORACLE_SAMPLES {
+        let bar = progress::spinner("assembling level 0 for the oracles");
+        let field = tiled.to_heightfield(0, ORACLE_SAMPLES);
+        bar.finish_and_clear();
+        match field {
+            Ok(field) => Some(field),
+            Err(error) => {
+                eprintln!("oracles off: level 0 cannot be assembled ({error})");
+                None
+            }
+        }
+    } else {
+        if wants_oracle {
+            eprintln!(
+                "oracles off: level 0 has {level0} samples, more than the {ORACLE_SAMPLES} \
+                 they may load"
+            );
+        }
+        None
+    };
+    let poses = match (&args.path, args.speed) {
+        (Some(file), _) => path::read_path(file)?,
+        (None, Some(speed)) => {
+            path::constant_speed_flight(plan, args.frames as usize, speed / args.fps)
+        }
+        (None, None) => path::default_path(plan, args.frames as usize),
+    };
+    let cameras = cameras(args, plan, &poses)?;
+    let mut algorithm = terrain.algorithm(&args.stream, args.algorithm.options())?;
+    let bar = progress::bar(poses.len() as u64, "streamed over the path");
+    let mut frames = Vec::with_capacity(poses.len());
+    let mut defective = args.check.then_some(0usize);
+    for (i, camera) in cameras.iter().enumerate() {
+        let view = View::screen(*camera, args.pixel_error)?;
+        let selection = algorithm.select(&view);
+        let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
+        let mut measured_px = None;
+        if let Some(field) = &oracle
+            && (measure || args.check)
+        {
+            let mesh = selection.to_mesh(field);
+            if measure
+                && let Some(projected) = measure_error(field, &mesh, Some(camera))
+                    .with_context(|| format!("measuring frame {i}"))?
+                    .projected
+            {
+                measured_px = Some(projected.max);
+            }
+            if let Some(count) = defective.as_mut() {
+                let report = check_mesh(&mesh, None);
+                if !report.is_watertight() {
+                    *count += 1;
+                    eprintln!(
+                        "frame {i}: {} defects, first: {}",
+                        report.defects().len(),
+                        report.defects().first().map_or("", String::as_str)
+                    );
+                }
+            }
+        }
+        let stats = *algorithm.stats();
+        let stream = *algorithm.stream_stats();
+        for report in algorithm.source_mut().take_reports() {
+            bar.suspend(|| eprintln!("frame {i}: {report}; the coarser level stands in"));
+        }
+        frames.push(StreamFrame {
+            select_ms: stats.select_time.as_secs_f64() * 1e3,
+            triangles: stats.triangles,
+            blocks_drawn: stream.blocks_drawn,
+            blocks_held_back: stream.blocks_held_back,
+            resident_bytes: algorithm.source().stats().resident_bytes,
+            measured_px,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    report(args, dir, &header_line(tiled), &algorithm, &frames, defective)
+}
+
+fn header_line(tiled: &TiledTerrain) -> String {
+    let h = tiled.header();
+    format!(
+        "{}: {} x {} samples, {} levels, {}-cell tiles",
+        tiled.dir().display(),
+        h.width,
+        h.height,
+        h.levels.len(),
+        h.tile_cells
+    )
+}
+
+fn report(
+    args: &BenchArgs,
+    dir: &Path,
+    header: &str,
+    algorithm: &StreamedLod<TileCache>,
+    frames: &[StreamFrame],
+    defective: Option<usize>,
+) -> anyhow::Result<()> {
+    let spread = |f: fn(&StreamFrame) -> f64| Spread::of(&frames.iter().map(f).collect::<Vec<_>>());
+    let cache = algorithm.source().stats();
+    let measured: Vec<f64> = frames.iter().filter_map(|f| f.measured_px).collect();
+    let summary = serde_json::json!({
+        "terrain": dir.display().to_string(),
+        "algorithm": "streamed",
+        "frames": frames.len(),
+        "pixel_error": args.pixel_error,
+        "cache_mb": args.stream.cache_mb,
+        "select_ms": spread(|f| f.select_ms),
+        "triangles": spread(|f| f.triangles as f64),
+        "blocks_drawn": spread(|f| f.blocks_drawn as f64),
+        "frames_with_blocks_held_back": frames.iter().filter(|f| f.blocks_held_back > 0).count(),
+        "resident_mb": spread(|f| f.resident_bytes as f64 / f64::from(1 << 20)),
+        "cache": cache,
+        "peak_process_mb": peak_resident_bytes().map(|b| b as f64 / f64::from(1 << 20)),
+        "measured_max_px": measured.iter().copied().reduce(f64::max),
+        "measured_frames": measured.len(),
+        "defective_frames": defective,
+    });
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{header}, {} frames, tau = {} px", frames.len(), args.pixel_error)?;
+    writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
+    if let Some(path) = &args.json {
+        let mut full = summary.clone();
+        full["per_frame"] = serde_json::to_value(frames)?;
+        write_json(path, &full)?;
+    }
+    writeln!(out, "{summary}")?;
+    Ok(())
+}

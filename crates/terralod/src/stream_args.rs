@@ -1,0 +1,128 @@
+//! Flags and helpers of the commands that stream an imported directory through the tile
+//! cache (`--algo streamed` over a directory, issue 9) instead of loading it whole.
+
+use anyhow::{Context, bail};
+use clap::Args;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use terralod_core::Heightfield;
+use terralod_core::lod::{LodAlgorithm, LodOptions, StreamedLod, View};
+use terralod_core::tiles::{TileCache, TiledTerrain};
+
+/// The tile cache of a streamed directory.
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// With `--algo streamed` over an imported directory (streamed, not loaded): the tile
+    /// cache's memory cap, in MiB of decoded tiles.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cache_mb: u32,
+    /// With `--algo streamed` over an imported directory: threads loading tiles.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub loader_threads: u32,
+}
+
+/// Largest level a streamed command plans cameras and paths on: the finest level of at most
+/// this many samples is assembled in memory (16 MB of `f32` at most).
+const PLAN_SAMPLES: u64 = 1 << 22;
+
+/// Whether `file` is an imported directory that `algorithm` streams.
+pub fn streams<'a>(file: Option<&'a Path>, algorithm: &str) -> Option<&'a Path> {
+    file.filter(|f| f.is_dir() && algorithm == "streamed")
+}
+
+/// An opened directory: the tiles, and a coarse level of it for planning cameras.
+pub struct StreamedTerrain {
+    pub tiled: Arc<TiledTerrain>,
+    /// The finest level of at most 4 M samples (its own mapping, cells `2^level` wide):
+    /// cameras, paths and far planes need the terrain's shape, not its detail.
+    pub plan: Heightfield,
+}
+
+impl StreamedTerrain {
+    /// Opens `dir`, refusing mapping flags (the directory keeps the mapping it was imported
+    /// with). A plan level with a bad tile is skipped for the next coarser one.
+    pub fn open(dir: &Path, mapping_flags_given: bool) -> anyhow::Result<StreamedTerrain> {
+        if mapping_flags_given {
+            bail!(
+                "{}: a streamed directory keeps the mapping it was imported with \
+                 (--cell-size/--height-scale/--height-offset apply to `terralod import`)",
+                dir.display()
+            );
+        }
+        let tiled = Arc::new(
+            TiledTerrain::open(dir).with_context(|| format!("opening {}", dir.display()))?,
+        );
+        let mut last_error = None;
+        for (level, grid) in tiled.header().levels.iter().enumerate() {
+            if u64::from(grid.width) * u64::from(grid.height) > PLAN_SAMPLES {
+                continue;
+            }
+            match tiled.to_heightfield(level as u32, PLAN_SAMPLES) {
+                Ok(plan) => return Ok(StreamedTerrain { tiled, plan }),
+                Err(error) => last_error = Some(error),
+            }
+        }
+        let error = last_error.map_or_else(
+            || anyhow::anyhow!("no level of at most {PLAN_SAMPLES} samples"),
+            anyhow::Error::from,
+        );
+        Err(error.context(format!("planning over {}", dir.display())))
+    }
+
+    /// The streamed algorithm over a new tile cache of this directory.
+    pub fn algorithm(
+        &self,
+        args: &StreamArgs,
+        options: LodOptions,
+    ) -> anyhow::Result<StreamedLod<TileCache>> {
+        let cache = TileCache::new(
+            self.tiled.clone(),
+            u64::from(args.cache_mb) << 20,
+            args.loader_threads as usize,
+        )
+        .with_context(|| format!("starting the tile cache of {}", self.tiled.dir().display()))?;
+        Ok(StreamedLod::new(cache, options))
+    }
+}
+
+/// How long a still image or an export waits for the tiles its view asks for.
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Selects `view` until no requested tile is still loading (each one resident or failed),
+/// so a single image or export shows the data the view asks for; gives up after `limit`.
+/// Failed tiles are reported once each on stderr. Returns the number of selections made.
+pub fn settle(
+    algorithm: &mut StreamedLod<TileCache>,
+    view: &View,
+    limit: Duration,
+) -> anyhow::Result<u32> {
+    let start = Instant::now();
+    let mut selections = 0;
+    loop {
+        algorithm.select(view);
+        selections += 1;
+        for report in algorithm.source_mut().take_reports() {
+            eprintln!("{report}; the coarser level stands in");
+        }
+        if algorithm.source().pending_loads() == 0 {
+            return Ok(selections);
+        }
+        if start.elapsed() > limit {
+            bail!(
+                "tiles still loading after {:.0} s ({} pending)",
+                limit.as_secs_f64(),
+                algorithm.source().pending_loads()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Peak resident memory of this process (`VmHWM`), in bytes, where the system reports it.
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

@@ -51,6 +51,8 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
         "3",
         "--tile-size",
         "16",
+        "--block-size",
+        "4",
         "--height-scale",
         "2",
         "--out",
@@ -67,6 +69,8 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
 
     let info = last_json(&ok(&["info", "--json", out_arg]));
     assert_eq!(info["tile_cells"], 16);
+    assert_eq!(info["block_cells"], 4);
+    assert!(out.join("blocks.tlod").is_file());
     assert_eq!(info["height_scale"], 2.0);
     assert_eq!(info["tiles"], 21);
     assert!(ok(&["info", out_arg]).contains("level 2"));

@@ -1,7 +1,10 @@
 //! The writer: cuts a heightfield into the tiles of every level, in parallel, each tile
 //! written atomically, the header last (a directory without one is an unfinished import).
 
-use super::format::{HEADER_FILE, TerrainHeader, TileHeader, level_grids, tile_path};
+use super::blocks::{
+    BLOCKS_FILE, BlockIndex, OwnBlockStats, level_blocks, own_block_stats, round_down, round_up,
+};
+use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, level_grids, tile_path};
 use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
 use crate::heightfield::{Heightfield, Samples};
 use crate::io::write_file_atomically;
@@ -14,16 +17,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct ImportOptions {
     /// Cells per tile side, a power of two; a tile holds `tile_cells + 1` samples per side.
     pub tile_cells: u32,
+    /// Cells per block side of the block index (`blocks.tlod`), a power of two from 2 to
+    /// `tile_cells`.
+    pub block_cells: u32,
     /// Import into a directory that is not empty (its header is removed first, so an
     /// interrupted import is never mistaken for the old, complete one).
     pub force: bool,
 }
 
 impl Default for ImportOptions {
-    /// 256-cell tiles: 257² samples, 129 KiB at 16 bits, 258 KiB in `f32`.
+    /// 256-cell tiles: 257² samples, 129 KiB at 16 bits, 258 KiB in `f32`; 64-cell blocks.
     fn default() -> Self {
+        Self::with_tile_cells(256)
+    }
+}
+
+/// Cells per block side unless told otherwise (at most the tile size).
+pub const DEFAULT_BLOCK_CELLS: u32 = 64;
+
+impl ImportOptions {
+    /// `tile_cells`-cell tiles with the default block size (capped at the tile size).
+    pub fn with_tile_cells(tile_cells: u32) -> Self {
         Self {
-            tile_cells: 256,
+            tile_cells,
+            block_cells: DEFAULT_BLOCK_CELLS.min(tile_cells),
             force: false,
         }
     }
@@ -49,6 +66,13 @@ pub fn import(
     let tile_cells = options.tile_cells;
     if !(MIN_TILE_CELLS..=MAX_TILE_CELLS).contains(&tile_cells) || !tile_cells.is_power_of_two() {
         return Err(TileError::InvalidTileSize { tile_cells });
+    }
+    let block_cells = options.block_cells;
+    if !(MIN_TILE_CELLS..=tile_cells).contains(&block_cells) || !block_cells.is_power_of_two() {
+        return Err(TileError::InvalidBlockSize {
+            block_cells,
+            tile_cells,
+        });
     }
     for (what, value) in [("width", field.width()), ("height", field.height())] {
         if value > MAX_SIDE {
@@ -84,25 +108,34 @@ pub fn import(
     let done = AtomicU64::new(0);
     progress(0, total);
     let coarsest = levels.len() as u32 - 1;
-    let ranges = jobs
+    let shape = TileShape {
+        tile_cells,
+        block_cells,
+    };
+    let results = jobs
         .par_iter()
         .map(|&(level, tx, ty)| {
-            let bytes = encode_tile(field, tile_cells, level, tx, ty, level < coarsest);
+            let grid = &levels[level as usize];
+            let (bytes, blocks) = encode_tile(field, shape, grid, level, tx, ty, level < coarsest);
             let range = tile_range(&bytes);
             write_file_atomically(&tile_path(dir, level, tx, ty), |out| out.write_all(&bytes))?;
             progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            Ok((level, range))
+            Ok((level, range, blocks))
         })
-        .collect::<Result<Vec<(u32, (f32, f32))>, TileError>>()?;
-    let (min_height, max_height) = ranges.iter().filter(|(level, _)| *level == 0).fold(
+        .collect::<Result<Vec<TileResult>, TileError>>()?;
+    let (min_height, max_height) = results.iter().filter(|(level, ..)| *level == 0).fold(
         (f32::INFINITY, f32::NEG_INFINITY),
-        |(lo, hi), (_, (a, b))| (lo.min(*a), hi.max(*b)),
+        |(lo, hi), (_, (a, b), _)| (lo.min(*a), hi.max(*b)),
     );
+    let block_index = assemble_block_index(&levels, block_cells, results);
+    let index_bytes = block_index.encode();
+    write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
     let header = TerrainHeader {
         sample_type: SampleType::of(field.samples()),
         width: field.width(),
         height: field.height(),
         tile_cells,
+        block_cells,
         mapping: field.mapping(),
         min_height,
         max_height,
@@ -112,10 +145,48 @@ pub fn import(
     write_file_atomically(&dir.join(HEADER_FILE), |out| out.write_all(&header_bytes))?;
     let tiles = header.total_tiles();
     Ok(ImportSummary {
-        bytes: tiles * header.tile_file_len() + header_bytes.len() as u64,
+        bytes: tiles * header.tile_file_len() + (header_bytes.len() + index_bytes.len()) as u64,
         tiles,
         header,
     })
+}
+
+/// What one tile job returns: its level, world height range and its blocks' own statistics.
+type TileResult = (u32, (f32, f32), Vec<(u32, u32, OwnBlockStats)>);
+
+/// The block index from every tile job's block statistics (each block comes from exactly
+/// one tile: blocks never straddle tiles).
+fn assemble_block_index(
+    levels: &[LevelGrid],
+    block_cells: u32,
+    results: Vec<TileResult>,
+) -> BlockIndex {
+    let placeholder = OwnBlockStats {
+        min_height: 0.0,
+        max_height: 0.0,
+        own_error: 0.0,
+    };
+    let mut own: Vec<Vec<OwnBlockStats>> = levels
+        .iter()
+        .map(|grid| {
+            let (x, y) = level_blocks(grid, block_cells);
+            vec![placeholder; x as usize * y as usize]
+        })
+        .collect();
+    for (level, _, blocks) in results {
+        let (blocks_x, _) = level_blocks(&levels[level as usize], block_cells);
+        for (bx, by, stats) in blocks {
+            own[level as usize][(by * blocks_x + bx) as usize] = stats;
+        }
+    }
+    BlockIndex::from_own_stats(block_cells, own, levels)
+}
+
+/// The tile and block sizes of an import.
+#[derive(Clone, Copy, Debug)]
+struct TileShape {
+    tile_cells: u32,
+    block_cells: u32,
 }
 
 /// Creates `dir` if needed; refuses a non-empty one unless `force`, and then removes its
@@ -195,31 +266,55 @@ impl TileSample for f32 {
     }
 }
 
-/// The bytes of one tile file.
+/// The bytes of one tile file and the own statistics of its blocks.
 fn encode_tile(
     field: &Heightfield,
-    tile_cells: u32,
+    shape: TileShape,
+    grid: &LevelGrid,
     level: u32,
     tx: u32,
     ty: u32,
     has_coarser: bool,
-) -> Vec<u8> {
+) -> (Vec<u8>, Vec<(u32, u32, OwnBlockStats)>) {
+    let job = TileJob {
+        shape,
+        grid,
+        level,
+        tx,
+        ty,
+        has_coarser,
+    };
     match field.samples() {
-        Samples::U16(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
-        Samples::I16(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
-        Samples::F32(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
+        Samples::U16(values) => encode_typed(field, values, &job),
+        Samples::I16(values) => encode_typed(field, values, &job),
+        Samples::F32(values) => encode_typed(field, values, &job),
     }
+}
+
+/// One tile to write.
+struct TileJob<'a> {
+    shape: TileShape,
+    grid: &'a LevelGrid,
+    level: u32,
+    tx: u32,
+    ty: u32,
+    has_coarser: bool,
 }
 
 fn encode_typed<T: TileSample>(
     field: &Heightfield,
     values: &[T],
-    tile_cells: u32,
-    level: u32,
-    tx: u32,
-    ty: u32,
-    has_coarser: bool,
-) -> Vec<u8> {
+    job: &TileJob<'_>,
+) -> (Vec<u8>, Vec<(u32, u32, OwnBlockStats)>) {
+    let TileJob {
+        shape,
+        grid,
+        level,
+        tx,
+        ty,
+        has_coarser,
+    } = *job;
+    let tile_cells = shape.tile_cells;
     let side = tile_cells as usize + 1;
     let (width, height) = (field.width() as usize, field.height() as usize);
     // Level-0 column of each tile column, clamped to the grid (the padding of the layout).
@@ -256,6 +351,18 @@ fn encode_typed<T: TileSample>(
     } else {
         0.0
     };
+    let mut blocks = Vec::new();
+    own_block_stats(
+        &samples,
+        tile_cells,
+        tx,
+        ty,
+        grid,
+        shape.block_cells,
+        &mapping,
+        has_coarser,
+        |bx, by, stats| blocks.push((bx, by, stats)),
+    );
     let mut out = Vec::with_capacity(super::TILE_HEADER_LEN + side * side * T::TYPE.bytes());
     out.resize(super::TILE_HEADER_LEN, 0);
     T::extend_le(&samples, &mut out);
@@ -271,7 +378,7 @@ fn encode_typed<T: TileSample>(
         payload_checksum: crc32fast::hash(&out[super::TILE_HEADER_LEN..]),
     };
     out[..super::TILE_HEADER_LEN].copy_from_slice(&header.encode());
-    out
+    (out, blocks)
 }
 
 /// Largest raw distance between a sample of the tile and the next coarser level's surface
@@ -304,16 +411,4 @@ pub(super) fn error_against_coarser<T: Copy + Into<f64>>(samples: &[T], side: us
         }
     }
     error
-}
-
-/// The largest `f32` not above `x`.
-fn round_down(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) > x { f.next_down() } else { f }
-}
-
-/// The smallest `f32` not below `x`.
-fn round_up(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) < x { f.next_up() } else { f }
 }

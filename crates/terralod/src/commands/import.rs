@@ -24,6 +24,10 @@ pub struct ImportArgs {
     /// side; neighbouring tiles share their edge samples).
     #[arg(long, default_value_t = ImportOptions::default().tile_cells)]
     pub tile_size: u32,
+    /// Cells per block side of the block index (what a streaming selection draws), a power
+    /// of two from 2 to the tile size [default: 64, or the tile size if smaller].
+    #[arg(long)]
+    pub block_size: Option<u32>,
     /// Import into a non-empty directory (its old header is removed first).
     #[arg(long)]
     pub force: bool,
@@ -68,9 +72,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         }
         None => generate(args)?,
     };
+    let defaults = ImportOptions::with_tile_cells(args.tile_size);
     let options = ImportOptions {
-        tile_cells: args.tile_size,
+        block_cells: args.block_size.unwrap_or(defaults.block_cells),
         force: args.force,
+        ..defaults
     };
     let bar = progress::bar(0, format!("importing into {}", args.out.display()));
     let start = Instant::now();

@@ -41,7 +41,9 @@ pub use format::{
     FORMAT_VERSION, HEADER_FILE, LevelGrid, MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType,
     TILE_HEADER_LEN, TerrainHeader, level_grids,
 };
-pub use import::{DEFAULT_BLOCK_CELLS, ImportOptions, ImportSummary, import};
+pub use import::{
+    DEFAULT_BLOCK_CELLS, ImportOptions, ImportSource, ImportSummary, import, import_source,
+};
 pub use read::{Tile, TiledTerrain};
 
 use crate::io::WriteError;
@@ -105,6 +107,8 @@ pub enum TileError {
         samples: u64,
         limit: u64,
     },
+    #[error("import source: {what}")]
+    Source { what: String },
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]

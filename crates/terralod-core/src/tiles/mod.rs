@@ -28,6 +28,7 @@ mod cache;
 mod cache_tests;
 mod format;
 mod import;
+mod raw_source;
 mod read;
 #[cfg(test)]
 mod tests;
@@ -44,6 +45,7 @@ pub use format::{
 pub use import::{
     DEFAULT_BLOCK_CELLS, ImportOptions, ImportSource, ImportSummary, import, import_source,
 };
+pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
 
 use crate::io::WriteError;

@@ -3,7 +3,7 @@
 use super::blocks;
 use super::*;
 use crate::heightfield::{Heightfield, Samples, WorldMapping};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A rough pseudo-random field (an LCG), so every tile has its own error.
 fn field(width: u32, height: u32, sample_type: SampleType, seed: u64) -> Heightfield {
@@ -841,4 +841,63 @@ fn a_corrupt_or_lying_block_index_gives_its_typed_error() {
         TiledTerrain::open(dir.path()),
         Err(TileError::Missing { path: missing }) if missing == path
     ));
+}
+
+/// Every file of an import, by path relative to `dir`, with its bytes.
+fn dir_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("readable") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("readable");
+                files.insert(path.strip_prefix(dir).expect("inside").to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
+    use crate::io::ByteOrder;
+    for (sample_type, order) in [
+        (SampleType::U16, ByteOrder::Little),
+        (SampleType::F32, ByteOrder::Big),
+    ] {
+        let source = field(37, 21, sample_type, 12);
+        let scratch = tempfile::tempdir().expect("a temporary directory");
+        let raw_path = scratch.path().join("terrain.raw");
+        let mut bytes = Vec::new();
+        for i in 0..source.len() {
+            let value = source.samples().get(i);
+            match (sample_type, order) {
+                (SampleType::U16, _) => bytes.extend_from_slice(&(value as u16).to_le_bytes()),
+                _ => bytes.extend_from_slice(&value.to_be_bytes()),
+            }
+        }
+        std::fs::write(&raw_path, &bytes).expect("writable");
+        let raw = RawFileSource::open(&raw_path, (37, 21), sample_type, order, source.mapping())
+            .expect("opens");
+        let options = ImportOptions::with_tile_cells(8);
+        let (from_field, from_raw) = (scratch.path().join("a"), scratch.path().join("b"));
+        import(&source, &from_field, &options, &|_, _| {}).expect("imports");
+        import_source(&raw, &from_raw, &options, &|_, _| {}).expect("imports");
+        let (a, b) = (dir_files(&from_field), dir_files(&from_raw));
+        assert!(a.len() > 10);
+        assert_eq!(a, b, "{sample_type:?}: identical files");
+
+        std::fs::write(&raw_path, &bytes[..bytes.len() - 1]).expect("writable");
+        let short = RawFileSource::open(&raw_path, (37, 21), sample_type, order, source.mapping());
+        assert!(matches!(
+            short,
+            Err(TileError::Corrupt {
+                reason: Corruption::Length { .. },
+                ..
+            })
+        ));
+    }
 }

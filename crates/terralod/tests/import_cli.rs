@@ -51,6 +51,8 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
         "3",
         "--tile-size",
         "16",
+        "--block-size",
+        "4",
         "--height-scale",
         "2",
         "--out",
@@ -67,6 +69,8 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
 
     let info = last_json(&ok(&["info", "--json", out_arg]));
     assert_eq!(info["tile_cells"], 16);
+    assert_eq!(info["block_cells"], 4);
+    assert!(out.join("blocks.tlod").is_file());
     assert_eq!(info["height_scale"], 2.0);
     assert_eq!(info["tiles"], 21);
     assert!(ok(&["info", out_arg]).contains("level 2"));
@@ -206,4 +210,53 @@ fn commands_take_an_imported_directory_as_they_take_the_file() {
     fails_naming(&["mesh", empty_arg, "--max-error", "1"], "no header file");
     let output = terralod(&["mesh", empty_arg, "--max-error", "1"]);
     assert!(String::from_utf8_lossy(&output.stderr).contains(empty_arg));
+}
+
+#[test]
+fn a_raw_file_imports_by_windows_with_the_same_samples_as_its_loaded_form() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let raw = dir.path().join("field.r16");
+    let (width, height) = (41u32, 23u32);
+    let values: Vec<u16> = (0..width * height)
+        .map(|i| (i * 37 % 5000) as u16)
+        .collect();
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&raw, bytes).expect("writable");
+    let (raw_arg, out) = (raw.to_str().expect("UTF-8"), dir.path().join("tiles"));
+    let out_arg = out.to_str().expect("UTF-8");
+    let summary = last_json(&ok(&[
+        "import",
+        raw_arg,
+        "--raw-size",
+        "41x23",
+        "--tile-size",
+        "8",
+        "--out",
+        out_arg,
+    ]));
+    assert_eq!(summary["width"], 41);
+    assert_eq!(summary["sample_type"], "u16");
+    let info = last_json(&ok(&["info", "--json", out_arg]));
+    assert_eq!(
+        info["block_cells"], 8,
+        "the default block size, capped at the tile size"
+    );
+    // The imported finest level holds the file's samples: `info` of the file and of the
+    // directory agree on the range.
+    let file_info = last_json(&ok(&["info", "--json", "--raw-size", "41x23", raw_arg]));
+    assert_eq!(info["world_min"], file_info["world_min"]);
+    assert_eq!(info["world_max"], file_info["world_max"]);
+    // A size the file does not have is refused before anything is written.
+    fails_naming(
+        &[
+            "import",
+            raw_arg,
+            "--raw-size",
+            "40x23",
+            "--out",
+            out_arg,
+            "--force",
+        ],
+        "bytes",
+    );
 }

@@ -26,11 +26,13 @@
 
 mod erosion;
 mod noise;
+mod procedural;
 mod resample;
 
 use crate::heightfield::{Heightfield, HeightfieldError, MIN_SIDE, WorldMapping};
 use erosion::{Eroder, min_max};
 use noise::{gradient_noise, mix64, unit_f32};
+pub use procedural::{MAX_PROCEDURAL_SIZE, ProceduralTerrain};
 use rayon::prelude::*;
 use resample::resample_square;
 use std::ops::Range;

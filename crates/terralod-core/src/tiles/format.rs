@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 /// Name of the header file in a tiled terrain's directory; written last by an import.
 pub const HEADER_FILE: &str = "terrain.tlod";
-/// The one format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The one format version this build writes and reads (2: the block index and the block
+/// size in the header; version-1 directories must be imported again).
+pub const FORMAT_VERSION: u32 = 2;
 /// Largest accepted side of the source grid, in samples (2^22 + 1: 4200 km at 1 m).
 pub const MAX_SIDE: u32 = (1 << 22) + 1;
 /// Smallest tile, in cells per side.
@@ -124,6 +125,9 @@ pub struct TerrainHeader {
     pub height: u32,
     /// Cells per tile side; a tile holds `tile_cells + 1` samples per side.
     pub tile_cells: u32,
+    /// Cells per block side of the block index (`blocks.tlod`): a power of two,
+    /// 2 ..= `tile_cells`.
+    pub block_cells: u32,
     /// The world mapping of level 0; level `L` has `cell_size · 2^L`.
     pub mapping: WorldMapping,
     /// World height range of the whole terrain (exact bounds rounded outwards).
@@ -171,7 +175,7 @@ impl TerrainHeader {
         ] {
             out.extend_from_slice(&value.to_le_bytes());
         }
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&self.block_cells.to_le_bytes());
         debug_assert_eq!(out.len(), HEADER_FIXED_LEN);
         for grid in &self.levels {
             for value in [grid.width, grid.height, grid.tiles_x, grid.tiles_y] {
@@ -256,6 +260,14 @@ impl TerrainHeader {
                 what: format!("tile size {tile_cells} is not a power of two"),
             });
         }
+        let block_cells = u32_at(bytes, 52);
+        check_range(path, "block size", block_cells, MIN_TILE_CELLS, tile_cells)?;
+        if !block_cells.is_power_of_two() {
+            return Err(TileError::Inconsistent {
+                path: path_buf(),
+                what: format!("block size {block_cells} is not a power of two"),
+            });
+        }
         let float = |i: usize| f32::from_le_bytes(bytes[i..i + 4].try_into().unwrap_or([0; 4]));
         let mapping = WorldMapping {
             cell_size: float(32),
@@ -306,6 +318,7 @@ impl TerrainHeader {
             width,
             height,
             tile_cells,
+            block_cells,
             mapping,
             min_height,
             max_height,

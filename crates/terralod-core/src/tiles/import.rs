@@ -1,12 +1,17 @@
 //! The writer: cuts a heightfield into the tiles of every level, in parallel, each tile
 //! written atomically, the header last (a directory without one is an unfinished import).
 
-use super::format::{HEADER_FILE, TerrainHeader, TileHeader, level_grids, tile_path};
+use super::blocks::{
+    BLOCKS_FILE, BlockIndex, OwnBlockStats, level_blocks, own_block_stats, round_down, round_up,
+};
+use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, level_grids, tile_path};
 use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
-use crate::heightfield::{Heightfield, Samples};
+use crate::heightfield::{Heightfield, Samples, WorldMapping};
 use crate::io::write_file_atomically;
 use rayon::prelude::*;
-use std::path::Path;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How to import.
@@ -14,16 +19,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct ImportOptions {
     /// Cells per tile side, a power of two; a tile holds `tile_cells + 1` samples per side.
     pub tile_cells: u32,
+    /// Cells per block side of the block index (`blocks.tlod`), a power of two from 2 to
+    /// `tile_cells`.
+    pub block_cells: u32,
     /// Import into a directory that is not empty (its header is removed first, so an
     /// interrupted import is never mistaken for the old, complete one).
     pub force: bool,
 }
 
 impl Default for ImportOptions {
-    /// 256-cell tiles: 257² samples, 129 KiB at 16 bits, 258 KiB in `f32`.
+    /// 256-cell tiles: 257² samples, 129 KiB at 16 bits, 258 KiB in `f32`; 64-cell blocks.
     fn default() -> Self {
+        Self::with_tile_cells(256)
+    }
+}
+
+/// Cells per block side unless told otherwise (at most the tile size).
+pub const DEFAULT_BLOCK_CELLS: u32 = 64;
+
+impl ImportOptions {
+    /// `tile_cells`-cell tiles with the default block size (capped at the tile size).
+    pub fn with_tile_cells(tile_cells: u32) -> Self {
         Self {
-            tile_cells: 256,
+            tile_cells,
+            block_cells: DEFAULT_BLOCK_CELLS.min(tile_cells),
             force: false,
         }
     }
@@ -38,6 +57,66 @@ pub struct ImportSummary {
     pub bytes: u64,
 }
 
+/// Where an import reads its level-0 samples: by windows, so a source larger than memory
+/// (a raw file, a procedural terrain) is never held whole. Tile jobs call it in parallel.
+pub trait ImportSource: Sync {
+    fn width(&self) -> u32;
+    fn height(&self) -> u32;
+    fn sample_type(&self) -> SampleType;
+    fn mapping(&self) -> WorldMapping;
+    /// The samples at level-0 columns `cols` and rows `rows` (each ascending, inside the
+    /// grid), row-major (`rows.len()` rows of `cols.len()`), in [`Self::sample_type`].
+    /// `path` names the import's output directory, for errors without a file of their own.
+    fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError>;
+}
+
+impl ImportSource for Heightfield {
+    fn width(&self) -> u32 {
+        Heightfield::width(self)
+    }
+
+    fn height(&self) -> u32 {
+        Heightfield::height(self)
+    }
+
+    fn sample_type(&self) -> SampleType {
+        SampleType::of(self.samples())
+    }
+
+    fn mapping(&self) -> WorldMapping {
+        Heightfield::mapping(self)
+    }
+
+    fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
+        fn gather<T: Copy>(values: &[T], width: usize, cols: &[u32], rows: &[u32]) -> Vec<T> {
+            let mut out = Vec::with_capacity(cols.len() * rows.len());
+            let (first, last) = (cols[0] as usize, cols[cols.len() - 1] as usize);
+            let contiguous = last - first + 1 == cols.len();
+            for &row in rows {
+                let row = &values[row as usize * width..(row as usize + 1) * width];
+                if contiguous {
+                    out.extend_from_slice(&row[first..=last]);
+                } else {
+                    out.extend(cols.iter().map(|&c| row[c as usize]));
+                }
+            }
+            out
+        }
+        let width = Heightfield::width(self) as usize;
+        Ok(match self.samples() {
+            Samples::U16(values) => Samples::U16(gather(values, width, cols, rows)),
+            Samples::I16(values) => Samples::I16(gather(values, width, cols, rows)),
+            Samples::F32(values) => Samples::F32(gather(values, width, cols, rows)),
+        })
+    }
+}
+
+/// Tiles written between two rounds of syncs: enough for the file system to commit many
+/// files per journal transaction, few enough to keep the open files and dirty pages bounded.
+const SYNC_BATCH: usize = 256;
+/// Threads syncing one batch: concurrent `fsync`s share journal commits (group commit).
+const SYNC_THREADS: usize = 32;
+
 /// Imports `field` into `dir` as a tiled pyramid. `progress(done, total)` is called after
 /// every tile, from the worker threads.
 pub fn import(
@@ -46,9 +125,33 @@ pub fn import(
     options: &ImportOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<ImportSummary, TileError> {
+    import_source(field, dir, options, progress)
+}
+
+/// Imports any [`ImportSource`] into `dir`, reading only the windows each tile needs.
+///
+/// Durability: tiles are written to temporary files and renamed without waiting, then
+/// synced in batches of [`SYNC_BATCH`] by many threads at once (one `fsync` per tile was
+/// the bound of the import); the directories are synced after every tile, and the block
+/// index and the header are written (synced) only then. A crash at any point leaves either
+/// no header (an unfinished import, refused by the reader) or every tile durable.
+pub fn import_source(
+    source: &dyn ImportSource,
+    dir: &Path,
+    options: &ImportOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<ImportSummary, TileError> {
+    let field = source;
     let tile_cells = options.tile_cells;
     if !(MIN_TILE_CELLS..=MAX_TILE_CELLS).contains(&tile_cells) || !tile_cells.is_power_of_two() {
         return Err(TileError::InvalidTileSize { tile_cells });
+    }
+    let block_cells = options.block_cells;
+    if !(MIN_TILE_CELLS..=tile_cells).contains(&block_cells) || !block_cells.is_power_of_two() {
+        return Err(TileError::InvalidBlockSize {
+            block_cells,
+            tile_cells,
+        });
     }
     for (what, value) in [("width", field.width()), ("height", field.height())] {
         if value > MAX_SIDE {
@@ -84,25 +187,58 @@ pub fn import(
     let done = AtomicU64::new(0);
     progress(0, total);
     let coarsest = levels.len() as u32 - 1;
-    let ranges = jobs
-        .par_iter()
-        .map(|&(level, tx, ty)| {
-            let bytes = encode_tile(field, tile_cells, level, tx, ty, level < coarsest);
-            let range = tile_range(&bytes);
-            write_file_atomically(&tile_path(dir, level, tx, ty), |out| out.write_all(&bytes))?;
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            Ok((level, range))
+    let shape = TileShape {
+        tile_cells,
+        block_cells,
+    };
+    let mut results: Vec<TileResult> = Vec::with_capacity(jobs.len());
+    for batch in jobs.chunks(SYNC_BATCH) {
+        let written = batch
+            .par_iter()
+            .map(|&(level, tx, ty)| {
+                let grid = &levels[level as usize];
+                let (bytes, blocks) =
+                    encode_tile(field, shape, grid, level, tx, ty, level < coarsest)?;
+                let range = tile_range(&bytes);
+                let path = tile_path(dir, level, tx, ty);
+                let file = write_unsynced(&path, &bytes)?;
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                Ok(((level, range, blocks), (path, file)))
+            })
+            .collect::<Result<Vec<(TileResult, (PathBuf, File))>, TileError>>()?;
+        let (batch_results, files): (Vec<TileResult>, Vec<(PathBuf, File)>) =
+            written.into_iter().unzip();
+        sync_all(&files)?;
+        results.extend(batch_results);
+    }
+    let mut directories: Vec<PathBuf> = Vec::new();
+    for (level, grid) in levels.iter().enumerate() {
+        let level_dir = dir.join(level.to_string());
+        directories.extend((0..grid.tiles_y).map(|ty| level_dir.join(ty.to_string())));
+        directories.push(level_dir);
+    }
+    directories.push(dir.to_path_buf());
+    let directories = directories
+        .into_iter()
+        .map(|path| match File::open(&path) {
+            Ok(file) => Ok((path, file)),
+            Err(source) => Err(TileError::Io { path, source }),
         })
-        .collect::<Result<Vec<(u32, (f32, f32))>, TileError>>()?;
-    let (min_height, max_height) = ranges.iter().filter(|(level, _)| *level == 0).fold(
+        .collect::<Result<Vec<_>, _>>()?;
+    sync_all(&directories)?;
+    let (min_height, max_height) = results.iter().filter(|(level, ..)| *level == 0).fold(
         (f32::INFINITY, f32::NEG_INFINITY),
-        |(lo, hi), (_, (a, b))| (lo.min(*a), hi.max(*b)),
+        |(lo, hi), (_, (a, b), _)| (lo.min(*a), hi.max(*b)),
     );
+    let block_index = assemble_block_index(&levels, block_cells, results);
+    let index_bytes = block_index.encode();
+    write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
     let header = TerrainHeader {
-        sample_type: SampleType::of(field.samples()),
+        sample_type: field.sample_type(),
         width: field.width(),
         height: field.height(),
         tile_cells,
+        block_cells,
         mapping: field.mapping(),
         min_height,
         max_height,
@@ -112,10 +248,101 @@ pub fn import(
     write_file_atomically(&dir.join(HEADER_FILE), |out| out.write_all(&header_bytes))?;
     let tiles = header.total_tiles();
     Ok(ImportSummary {
-        bytes: tiles * header.tile_file_len() + header_bytes.len() as u64,
+        bytes: tiles * header.tile_file_len() + (header_bytes.len() + index_bytes.len()) as u64,
         tiles,
         header,
     })
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it there, without waiting
+/// for the disk; the caller syncs the returned file (the rename keeps readers, and reruns,
+/// from ever seeing a half-written tile).
+fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<File, TileError> {
+    let io = |source| TileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    let temporary = PathBuf::from(temporary);
+    let mut file = File::create(&temporary).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    std::fs::rename(&temporary, path).map_err(io)?;
+    Ok(file)
+}
+
+/// Syncs every file (or directory) on up to [`SYNC_THREADS`] threads at once, so that the
+/// file system commits them together.
+fn sync_all(files: &[(PathBuf, File)]) -> Result<(), TileError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let per_thread = files.len().div_ceil(SYNC_THREADS);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    for (path, file) in chunk {
+                        file.sync_all().map_err(|source| TileError::Io {
+                            path: path.clone(),
+                            source,
+                        })?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|handle| {
+            handle.join().unwrap_or_else(|_| {
+                Err(TileError::Io {
+                    path: PathBuf::new(),
+                    source: std::io::Error::other("a sync thread panicked"),
+                })
+            })
+        })
+    })
+}
+
+/// An encoded tile file and its blocks' own statistics.
+type EncodedTile = (Vec<u8>, Vec<(u32, u32, OwnBlockStats)>);
+
+/// What one tile job returns: its level, world height range and its blocks' own statistics.
+type TileResult = (u32, (f32, f32), Vec<(u32, u32, OwnBlockStats)>);
+
+/// The block index from every tile job's block statistics (each block comes from exactly
+/// one tile: blocks never straddle tiles).
+fn assemble_block_index(
+    levels: &[LevelGrid],
+    block_cells: u32,
+    results: Vec<TileResult>,
+) -> BlockIndex {
+    let placeholder = OwnBlockStats {
+        min_height: 0.0,
+        max_height: 0.0,
+        own_error: 0.0,
+    };
+    let mut own: Vec<Vec<OwnBlockStats>> = levels
+        .iter()
+        .map(|grid| {
+            let (x, y) = level_blocks(grid, block_cells);
+            vec![placeholder; x as usize * y as usize]
+        })
+        .collect();
+    for (level, _, blocks) in results {
+        let (blocks_x, _) = level_blocks(&levels[level as usize], block_cells);
+        for (bx, by, stats) in blocks {
+            own[level as usize][(by * blocks_x + bx) as usize] = stats;
+        }
+    }
+    BlockIndex::from_own_stats(block_cells, own, levels)
+}
+
+/// The tile and block sizes of an import.
+#[derive(Clone, Copy, Debug)]
+struct TileShape {
+    tile_cells: u32,
+    block_cells: u32,
 }
 
 /// Creates `dir` if needed; refuses a non-empty one unless `force`, and then removes its
@@ -195,50 +422,96 @@ impl TileSample for f32 {
     }
 }
 
-/// The bytes of one tile file.
+/// The bytes of one tile file and the own statistics of its blocks, from the window of the
+/// source the tile covers (level-0 columns and rows at stride `2^level`, clamped: the
+/// padding of the layout).
 fn encode_tile(
-    field: &Heightfield,
-    tile_cells: u32,
+    source: &dyn ImportSource,
+    shape: TileShape,
+    grid: &LevelGrid,
     level: u32,
     tx: u32,
     ty: u32,
     has_coarser: bool,
-) -> Vec<u8> {
-    match field.samples() {
-        Samples::U16(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
-        Samples::I16(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
-        Samples::F32(values) => encode_typed(field, values, tile_cells, level, tx, ty, has_coarser),
+) -> Result<EncodedTile, TileError> {
+    let side = shape.tile_cells + 1;
+    let source_index = |tile_index: u32, samples: u32, i: u32| -> u32 {
+        let level_index = u64::from(tile_index) * u64::from(shape.tile_cells) + u64::from(i);
+        (level_index << level).min(u64::from(samples - 1)) as u32
+    };
+    let cols: Vec<u32> = (0..side)
+        .map(|i| source_index(tx, source.width(), i))
+        .collect();
+    let rows: Vec<u32> = (0..side)
+        .map(|j| source_index(ty, source.height(), j))
+        .collect();
+    // Padding repeats the last column and row: read each distinct one once.
+    let distinct = |v: &[u32]| v.iter().position(|&x| x == v[v.len() - 1]).unwrap_or(0) + 1;
+    let (n_cols, n_rows) = (distinct(&cols), distinct(&rows));
+    let window = source.read_window(&cols[..n_cols], &rows[..n_rows])?;
+    if window.len() != n_cols * n_rows || SampleType::of(&window) != source.sample_type() {
+        return Err(TileError::Source {
+            what: format!(
+                "a {n_cols} x {n_rows} window came back as {} {} samples",
+                window.len(),
+                SampleType::of(&window).name()
+            ),
+        });
     }
+    let job = TileJob {
+        shape,
+        grid,
+        level,
+        tx,
+        ty,
+        has_coarser,
+        mapping: source.mapping(),
+    };
+    let side = side as usize;
+    Ok(match window {
+        Samples::U16(values) => encode_typed(&pad_window(values, n_cols, n_rows, side), &job),
+        Samples::I16(values) => encode_typed(&pad_window(values, n_cols, n_rows, side), &job),
+        Samples::F32(values) => encode_typed(&pad_window(values, n_cols, n_rows, side), &job),
+    })
 }
 
-fn encode_typed<T: TileSample>(
-    field: &Heightfield,
-    values: &[T],
-    tile_cells: u32,
+/// Extends a `cols × rows` window to `side × side` by repeating its last column and row.
+fn pad_window<T: Copy>(values: Vec<T>, cols: usize, rows: usize, side: usize) -> Vec<T> {
+    if cols == side && rows == side {
+        return values;
+    }
+    let mut out = Vec::with_capacity(side * side);
+    for j in 0..side {
+        let row = &values[j.min(rows - 1) * cols..(j.min(rows - 1) + 1) * cols];
+        out.extend_from_slice(row);
+        out.extend(std::iter::repeat_n(row[cols - 1], side - cols));
+    }
+    out
+}
+
+/// One tile to write.
+struct TileJob<'a> {
+    shape: TileShape,
+    grid: &'a LevelGrid,
     level: u32,
     tx: u32,
     ty: u32,
     has_coarser: bool,
-) -> Vec<u8> {
+    mapping: WorldMapping,
+}
+
+fn encode_typed<T: TileSample>(samples: &[T], job: &TileJob<'_>) -> EncodedTile {
+    let TileJob {
+        shape,
+        grid,
+        level,
+        tx,
+        ty,
+        has_coarser,
+        mapping,
+    } = *job;
+    let tile_cells = shape.tile_cells;
     let side = tile_cells as usize + 1;
-    let (width, height) = (field.width() as usize, field.height() as usize);
-    // Level-0 column of each tile column, clamped to the grid (the padding of the layout).
-    let source_index = |tile_index: u32, samples: usize, i: usize| {
-        let level_index = u64::from(tile_index) * u64::from(tile_cells) + i as u64;
-        ((level_index << level) as usize).min(samples - 1)
-    };
-    let columns: Vec<usize> = (0..side).map(|i| source_index(tx, width, i)).collect();
-    let mut samples: Vec<T> = Vec::with_capacity(side * side);
-    for j in 0..side {
-        let start = source_index(ty, height, j) * width;
-        let row = &values[start..start + width];
-        if level == 0 && columns[side - 1] == columns[0] + side - 1 {
-            samples.extend_from_slice(&row[columns[0]..=columns[side - 1]]);
-        } else {
-            samples.extend(columns.iter().map(|&c| row[c]));
-        }
-    }
-    let mapping = field.mapping();
     let (scale, offset) = (
         f64::from(mapping.height_scale),
         f64::from(mapping.height_offset),
@@ -252,13 +525,25 @@ fn encode_typed<T: TileSample>(
             });
     let (a, b) = (raw_lo * scale + offset, raw_hi * scale + offset);
     let raw_error = if has_coarser {
-        error_against_coarser(&samples, side)
+        error_against_coarser(samples, side)
     } else {
         0.0
     };
+    let mut blocks = Vec::new();
+    own_block_stats(
+        samples,
+        tile_cells,
+        tx,
+        ty,
+        grid,
+        shape.block_cells,
+        &mapping,
+        has_coarser,
+        |bx, by, stats| blocks.push((bx, by, stats)),
+    );
     let mut out = Vec::with_capacity(super::TILE_HEADER_LEN + side * side * T::TYPE.bytes());
     out.resize(super::TILE_HEADER_LEN, 0);
-    T::extend_le(&samples, &mut out);
+    T::extend_le(samples, &mut out);
     let header = TileHeader {
         sample_type: T::TYPE,
         level,
@@ -271,7 +556,7 @@ fn encode_typed<T: TileSample>(
         payload_checksum: crc32fast::hash(&out[super::TILE_HEADER_LEN..]),
     };
     out[..super::TILE_HEADER_LEN].copy_from_slice(&header.encode());
-    out
+    (out, blocks)
 }
 
 /// Largest raw distance between a sample of the tile and the next coarser level's surface
@@ -304,16 +589,4 @@ pub(super) fn error_against_coarser<T: Copy + Into<f64>>(samples: &[T], side: us
         }
     }
     error
-}
-
-/// The largest `f32` not above `x`.
-fn round_down(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) > x { f.next_down() } else { f }
-}
-
-/// The smallest `f32` not below `x`.
-fn round_up(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) < x { f.next_up() } else { f }
 }

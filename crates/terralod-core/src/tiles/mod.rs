@@ -22,18 +22,31 @@
 //! the largest vertical distance between one of its samples and the coarser level's surface
 //! at that sample (see [`Tile::error`]).
 
+mod blocks;
+mod cache;
+#[cfg(test)]
+mod cache_tests;
 mod format;
 mod import;
+mod raw_source;
 mod read;
 pub mod source;
 #[cfg(test)]
 mod tests;
 
+pub use blocks::{
+    BLOCKS_FILE, BlockBounds, BlockIndex, BlockLevel, OwnBlockStats, blocks_per_side, level_blocks,
+    own_block_stats,
+};
+pub use cache::{CacheError, CacheStats, TileCache, TileKey};
 pub use format::{
     FORMAT_VERSION, HEADER_FILE, LevelGrid, MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType,
     TILE_HEADER_LEN, TerrainHeader, level_grids,
 };
-pub use import::{ImportOptions, ImportSummary, import};
+pub use import::{
+    DEFAULT_BLOCK_CELLS, ImportOptions, ImportSource, ImportSummary, import, import_source,
+};
+pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
 pub use source::{
     BlockBounds, MemoryTiles, MemoryTilesOptions, SourceError, TileKey, TileSource, block_tile,
@@ -61,7 +74,8 @@ pub enum TileError {
     #[error("{}: bad magic bytes: not a terralod tiles file", path.display())]
     BadMagic { path: PathBuf },
     #[error(
-        "{}: unsupported format version {found} (this build reads version {supported})",
+        "{}: unsupported format version {found} (this build reads version {supported}): \
+         import the terrain again with this build",
         path.display()
     )]
     UnsupportedVersion {
@@ -87,6 +101,11 @@ pub enum TileError {
         "tile size {tile_cells} is not a power of two in {MIN_TILE_CELLS} ..= {MAX_TILE_CELLS} cells"
     )]
     InvalidTileSize { tile_cells: u32 },
+    #[error(
+        "block size {block_cells} is not a power of two in {MIN_TILE_CELLS} ..= {tile_cells} \
+         (the tile size)"
+    )]
+    InvalidBlockSize { block_cells: u32, tile_cells: u32 },
     #[error("{} is not empty: use --force to import over it", path.display())]
     NotEmpty { path: PathBuf },
     #[error("level {level} has {samples} samples, over the limit of {limit} for one heightfield")]
@@ -95,6 +114,8 @@ pub enum TileError {
         samples: u64,
         limit: u64,
     },
+    #[error("import source: {what}")]
+    Source { what: String },
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]

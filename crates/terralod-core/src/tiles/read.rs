@@ -4,6 +4,7 @@
 //! Nothing is allocated from a size a file states before that size was checked against the
 //! header (itself bounded): a tile file's length must equal what the header implies.
 
+use super::blocks::{BLOCKS_FILE, BlockIndex};
 use super::format::{HEADER_FILE, TerrainHeader, TileHeader, corrupt, tile_path};
 use super::{Corruption, SampleType, TILE_HEADER_LEN, TileError};
 use crate::heightfield::{Heightfield, Samples, WorldMapping};
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 pub struct TiledTerrain {
     dir: PathBuf,
     header: TerrainHeader,
+    blocks: BlockIndex,
 }
 
 /// One tile as read and checked.
@@ -48,10 +50,21 @@ impl TiledTerrain {
             TileError::Unfinished { path }
         })?;
         let header = TerrainHeader::decode(&bytes, &path)?;
+        let blocks_path = dir.join(BLOCKS_FILE);
+        let bytes = read_bounded(&blocks_path, BlockIndex::encoded_len(&header), |path| {
+            TileError::Missing { path }
+        })?;
+        let blocks = BlockIndex::decode(&bytes, &header, &blocks_path)?;
         Ok(TiledTerrain {
             dir: dir.to_path_buf(),
             header,
+            blocks,
         })
+    }
+
+    /// The block index (`blocks.tlod`), read and checked at [`TiledTerrain::open`].
+    pub fn block_index(&self) -> &BlockIndex {
+        &self.blocks
     }
 
     pub fn dir(&self) -> &Path {

@@ -1,8 +1,9 @@
 //! Round trips against brute-force recomputation, and fault injection on every file.
 
+use super::blocks;
 use super::*;
 use crate::heightfield::{Heightfield, Samples, WorldMapping};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A rough pseudo-random field (an LCG), so every tile has its own error.
 fn field(width: u32, height: u32, sample_type: SampleType, seed: u64) -> Heightfield {
@@ -39,10 +40,7 @@ fn field(width: u32, height: u32, sample_type: SampleType, seed: u64) -> Heightf
 }
 
 fn import_into(field: &Heightfield, dir: &Path, tile_cells: u32) -> ImportSummary {
-    let options = ImportOptions {
-        tile_cells,
-        force: false,
-    };
+    let options = ImportOptions::with_tile_cells(tile_cells);
     import(field, dir, &options, &|_, _| {}).expect("import succeeds")
 }
 
@@ -380,10 +378,16 @@ fn a_corrupt_or_lying_header_gives_its_typed_error() {
         open_after(&|b| b[0] = b'X'),
         TileError::BadMagic { .. }
     ));
+    // A version-1 directory (before the block index) is refused, telling to re-import.
+    let old = open_after(&|b| b[8] = 1);
     assert!(matches!(
-        open_after(&|b| b[8] = 2),
-        TileError::UnsupportedVersion { found: 2, .. }
+        old,
+        TileError::UnsupportedVersion { found: 1, .. }
     ));
+    assert!(
+        old.to_string().contains("import the terrain again"),
+        "{old}"
+    );
     assert!(matches!(
         open_after(&|b| b[20] ^= 1),
         TileError::Corrupt {
@@ -414,6 +418,28 @@ fn a_corrupt_or_lying_header_gives_its_typed_error() {
         }),
         TileError::Inconsistent { .. }
     ));
+    for (block_cells, what) in [(3u32, "power"), (16, "range"), (1, "range")] {
+        let refused = open_after(&|b| {
+            b[52..56].copy_from_slice(&block_cells.to_le_bytes());
+            fix_checksum(b, end);
+        });
+        match what {
+            "power" => assert!(
+                matches!(refused, TileError::Inconsistent { .. }),
+                "{refused}"
+            ),
+            _ => assert!(
+                matches!(
+                    refused,
+                    TileError::OutOfRange {
+                        what: "block size",
+                        ..
+                    }
+                ),
+                "{refused}"
+            ),
+        }
+    }
     assert!(matches!(
         open_after(&|b| b.truncate(30)),
         TileError::Corrupt {
@@ -460,8 +486,8 @@ fn import_refuses_a_non_empty_directory_unless_forced() {
         4,
     );
     let forced = ImportOptions {
-        tile_cells: 8,
         force: true,
+        ..ImportOptions::with_tile_cells(8)
     };
     let out = dir.path().join("out");
     assert!(matches!(
@@ -484,6 +510,7 @@ fn import_refuses_invalid_tile_sizes_and_reports_progress() {
     for tile_cells in [0, 1, 3, 12, 8192] {
         let options = ImportOptions {
             tile_cells,
+            block_cells: 2,
             force: false,
         };
         assert!(matches!(
@@ -491,11 +518,19 @@ fn import_refuses_invalid_tile_sizes_and_reports_progress() {
             Err(TileError::InvalidTileSize { .. })
         ));
     }
+    for block_cells in [0, 1, 3, 8] {
+        let options = ImportOptions {
+            tile_cells: 4,
+            block_cells,
+            force: false,
+        };
+        assert!(matches!(
+            import(&source, dir.path(), &options, &|_, _| {}),
+            Err(TileError::InvalidBlockSize { .. })
+        ));
+    }
     let calls = std::sync::Mutex::new(Vec::new());
-    let options = ImportOptions {
-        tile_cells: 4,
-        force: false,
-    };
+    let options = ImportOptions::with_tile_cells(4);
     let summary = import(&source, dir.path(), &options, &|done, total| {
         calls.lock().expect("not poisoned").push((done, total));
     })
@@ -527,4 +562,342 @@ fn dir_bytes(dir: &Path) -> u64 {
             }
         })
         .sum()
+}
+
+/// Own statistics of block `(bx, by)` of `level`, straight from the definitions: raw
+/// min/max over its samples, and the largest distance to the coarser surface (the mean of
+/// the two neighbours on a row or column, either diagonal's mean at a coarse cell's centre).
+fn brute_own(
+    field: &Heightfield,
+    level: u32,
+    bx: u32,
+    by: u32,
+    block_cells: u32,
+    has_coarser: bool,
+) -> (f64, f64, f64) {
+    let b = u64::from(block_cells);
+    let (x0, y0) = (u64::from(bx) * b, u64::from(by) * b);
+    let at = |c: u64, r: u64| level_sample(field, level, c, r);
+    let (mut lo, mut hi, mut error) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for row in y0..=y0 + b {
+        for col in x0..=x0 + b {
+            let h = at(col, row);
+            lo = lo.min(h);
+            hi = hi.max(h);
+            if !has_coarser {
+                continue;
+            }
+            let means = match (col % 2, row % 2) {
+                (0, 0) => vec![],
+                (1, 0) => vec![0.5 * (at(col - 1, row) + at(col + 1, row))],
+                (0, _) => vec![0.5 * (at(col, row - 1) + at(col, row + 1))],
+                _ => vec![
+                    0.5 * (at(col - 1, row - 1) + at(col + 1, row + 1)),
+                    0.5 * (at(col + 1, row - 1) + at(col - 1, row + 1)),
+                ],
+            };
+            for mean in means {
+                error = error.max((h - mean).abs());
+            }
+        }
+    }
+    (lo, hi, error)
+}
+
+/// The block index by brute force over the heightfield, from the definitions in the
+/// shared design (`BlockBounds`), rounded as the index rounds.
+fn brute_block_index(field: &Heightfield, grids: &[LevelGrid], block_cells: u32) -> BlockIndex {
+    let mapping = field.mapping();
+    let (scale, offset) = (
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    let world = |raw: f64| raw * scale + offset;
+    let mut levels: Vec<BlockLevel> = Vec::new();
+    for (level, grid) in grids.iter().enumerate() {
+        let level = level as u32;
+        let blocks_x = (grid.width - 1).div_ceil(block_cells);
+        let blocks_y = (grid.height - 1).div_ceil(block_cells);
+        let mut bounds = Vec::new();
+        for by in 0..blocks_y {
+            for bx in 0..blocks_x {
+                let has_coarser = (level as usize) + 1 < grids.len();
+                let (_, _, raw_error) = brute_own(field, level, bx, by, block_cells, has_coarser);
+                // Full resolution range: every level-0 sample of the footprint, clamped.
+                let span = u64::from(block_cells) << level;
+                let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+                for row in u64::from(by) * span..=u64::from(by + 1) * span {
+                    for col in u64::from(bx) * span..=u64::from(bx + 1) * span {
+                        let w = world(level_sample(field, 0, col, row));
+                        lo = lo.min(w);
+                        hi = hi.max(w);
+                    }
+                }
+                let error_to_finest = if level == 0 {
+                    0.0
+                } else {
+                    let finer: &BlockLevel = &levels[level as usize - 1];
+                    let mut bound = 0.0f64;
+                    for (cx, cy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                        let (cx, cy) = (2 * bx + cx, 2 * by + cy);
+                        if cx < finer.blocks_x && cy < finer.blocks_y {
+                            let c = finer.bounds[(cy * finer.blocks_x + cx) as usize];
+                            bound =
+                                bound.max(f64::from(c.own_error) + f64::from(c.error_to_finest));
+                        }
+                    }
+                    blocks::round_up(bound)
+                };
+                bounds.push(BlockBounds {
+                    min_height: blocks::round_down(lo),
+                    max_height: blocks::round_up(hi),
+                    own_error: blocks::round_up(raw_error * scale.abs()),
+                    error_to_finest,
+                });
+            }
+        }
+        levels.push(BlockLevel {
+            blocks_x,
+            blocks_y,
+            bounds,
+        });
+    }
+    BlockIndex {
+        block_cells,
+        levels,
+    }
+}
+
+/// The level-`level` surface at level-0 sample `(col, row)` under both triangulations of
+/// the level's cell there (one per diagonal), padded as the tiles are.
+fn level_surfaces(field: &Heightfield, level: u32, col: u64, row: u64) -> [f64; 2] {
+    let step = 1u64 << level;
+    let (i, j) = (col / step, row / step);
+    let (u, v) = (
+        (col % step) as f64 / step as f64,
+        (row % step) as f64 / step as f64,
+    );
+    let at = |c: u64, r: u64| level_sample(field, level, c, r);
+    let (a, b, c, d) = (at(i, j), at(i + 1, j), at(i, j + 1), at(i + 1, j + 1));
+    let falling = if u >= v {
+        a + u * (b - a) + v * (d - b)
+    } else {
+        a + v * (c - a) + u * (d - c)
+    };
+    let rising = if u + v <= 1.0 {
+        a + u * (b - a) + v * (c - a)
+    } else {
+        d + (1.0 - u) * (c - d) + (1.0 - v) * (b - d)
+    };
+    [falling, rising]
+}
+
+#[test]
+fn the_block_index_matches_the_definitions_and_bounds_the_finest_surface() {
+    // (width, height, tile cells, block cells): square, non-square, odd, padded sizes.
+    let cases = [
+        (17, 17, 4, 2, SampleType::U16),
+        (23, 10, 8, 4, SampleType::I16),
+        (9, 40, 4, 4, SampleType::F32),
+        (33, 5, 8, 2, SampleType::U16),
+        (2, 3, 2, 2, SampleType::F32),
+        (30, 30, 16, 8, SampleType::I16),
+    ];
+    for (seed, &(width, height, tile_cells, block_cells, sample_type)) in cases.iter().enumerate() {
+        let source = field(width, height, sample_type, seed as u64 + 40);
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let options = ImportOptions {
+            block_cells,
+            ..ImportOptions::with_tile_cells(tile_cells)
+        };
+        import(&source, dir.path(), &options, &|_, _| {}).expect("imports");
+        let terrain = TiledTerrain::open(dir.path()).expect("opens");
+        let grids = terrain.header().levels.clone();
+        let expected = brute_block_index(&source, &grids, block_cells);
+        let case = format!("{width} x {height}, tiles {tile_cells}, blocks {block_cells}");
+        assert_eq!(terrain.header().block_cells, block_cells, "{case}");
+        assert_eq!(
+            terrain.block_index(),
+            &expected,
+            "{case}: the imported index"
+        );
+        assert_eq!(
+            BlockIndex::from_heightfield(&source, &grids, block_cells),
+            expected,
+            "{case}: the in-memory index"
+        );
+        // Soundness: every level-0 sample a block covers lies within error_to_finest of
+        // the block's surface (either diagonal) and within its height range.
+        let scale = f64::from(source.mapping().height_scale).abs();
+        let offset = f64::from(source.mapping().height_offset);
+        let world = |raw: f64| raw * f64::from(source.mapping().height_scale) + offset;
+        for (level, blocks) in expected.levels.iter().enumerate() {
+            let span = u64::from(block_cells) << level;
+            for by in 0..blocks.blocks_y {
+                for bx in 0..blocks.blocks_x {
+                    let bounds = expected.get(level as u32, bx, by);
+                    let rows = (u64::from(by) * span)..=(u64::from(by + 1) * span);
+                    let cols = (u64::from(bx) * span)..=(u64::from(bx + 1) * span);
+                    for row in rows.clone().filter(|&r| r < u64::from(height)) {
+                        for col in cols.clone().filter(|&c| c < u64::from(width)) {
+                            let raw = level_sample(&source, 0, col, row);
+                            let h = world(raw);
+                            assert!(
+                                f64::from(bounds.min_height) <= h
+                                    && h <= f64::from(bounds.max_height),
+                                "{case}: range of block ({bx}, {by}) of level {level}"
+                            );
+                            for surface in level_surfaces(&source, level as u32, col, row) {
+                                let distance = (raw - surface).abs() * scale;
+                                assert!(
+                                    distance <= f64::from(bounds.error_to_finest) + 1e-3,
+                                    "{case}: block ({bx}, {by}) of level {level} at ({col}, \
+                                     {row}): {distance} > {}",
+                                    bounds.error_to_finest
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The coarser levels really are approximations (the test is not vacuous).
+        assert!(
+            expected.levels.len() < 2
+                || expected.levels[1]
+                    .bounds
+                    .iter()
+                    .any(|b| b.error_to_finest > 0.0),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn a_corrupt_or_lying_block_index_gives_its_typed_error() {
+    let (dir, terrain) = damaged_copy();
+    let path = dir.path().join(blocks::BLOCKS_FILE);
+    let original = std::fs::read(&path).expect("readable");
+    assert_eq!(
+        original.len() as u64,
+        BlockIndex::encoded_len(terrain.header())
+    );
+    let open_after = |change: &dyn Fn(&mut Vec<u8>)| {
+        let mut bytes = original.clone();
+        change(&mut bytes);
+        std::fs::write(&path, &bytes).expect("writable");
+        TiledTerrain::open(dir.path()).expect_err("refused")
+    };
+    let end = original.len() - 4;
+    for at in 0..original.len() {
+        let refused = open_after(&|b| b[at] ^= 0x10);
+        assert!(
+            matches!(
+                refused,
+                TileError::BadMagic { .. }
+                    | TileError::UnsupportedVersion { .. }
+                    | TileError::Corrupt { .. }
+            ),
+            "byte {at}: {refused}"
+        );
+    }
+    for len in [0, 7, 30, end, original.len() + 1] {
+        let refused = open_after(&|b| b.resize(len, 0));
+        assert!(
+            matches!(
+                refused,
+                TileError::BadMagic { .. }
+                    | TileError::Corrupt {
+                        reason: Corruption::Length { .. },
+                        ..
+                    }
+            ),
+            "length {len}: {refused}"
+        );
+    }
+    // Lies with a fixed checksum: another block size, other counts, impossible records.
+    let lies: [(usize, u32); 5] = [
+        (12, 4),
+        (24, 9),
+        (end - 16, f32::NAN.to_bits()),
+        (end - 12, 1e9f32.to_bits()),
+        (end - 8, 1.0f32.to_bits()),
+    ];
+    for (at, value) in lies {
+        let refused = open_after(&|b| {
+            b[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            fix_checksum(b, end);
+        });
+        assert!(
+            matches!(
+                refused,
+                TileError::Inconsistent { .. } | TileError::Corrupt { .. }
+            ),
+            "word at {at}: {refused}"
+        );
+    }
+    std::fs::remove_file(&path).expect("removable");
+    assert!(matches!(
+        TiledTerrain::open(dir.path()),
+        Err(TileError::Missing { path: missing }) if missing == path
+    ));
+}
+
+/// Every file of an import, by path relative to `dir`, with its bytes.
+fn dir_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("readable") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("readable");
+                files.insert(path.strip_prefix(dir).expect("inside").to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
+    use crate::io::ByteOrder;
+    for (sample_type, order) in [
+        (SampleType::U16, ByteOrder::Little),
+        (SampleType::F32, ByteOrder::Big),
+    ] {
+        let source = field(37, 21, sample_type, 12);
+        let scratch = tempfile::tempdir().expect("a temporary directory");
+        let raw_path = scratch.path().join("terrain.raw");
+        let mut bytes = Vec::new();
+        for i in 0..source.len() {
+            let value = source.samples().get(i);
+            match (sample_type, order) {
+                (SampleType::U16, _) => bytes.extend_from_slice(&(value as u16).to_le_bytes()),
+                _ => bytes.extend_from_slice(&value.to_be_bytes()),
+            }
+        }
+        std::fs::write(&raw_path, &bytes).expect("writable");
+        let raw = RawFileSource::open(&raw_path, (37, 21), sample_type, order, source.mapping())
+            .expect("opens");
+        let options = ImportOptions::with_tile_cells(8);
+        let (from_field, from_raw) = (scratch.path().join("a"), scratch.path().join("b"));
+        import(&source, &from_field, &options, &|_, _| {}).expect("imports");
+        import_source(&raw, &from_raw, &options, &|_, _| {}).expect("imports");
+        let (a, b) = (dir_files(&from_field), dir_files(&from_raw));
+        assert!(a.len() > 10);
+        assert_eq!(a, b, "{sample_type:?}: identical files");
+
+        std::fs::write(&raw_path, &bytes[..bytes.len() - 1]).expect("writable");
+        let short = RawFileSource::open(&raw_path, (37, 21), sample_type, order, source.mapping());
+        assert!(matches!(
+            short,
+            Err(TileError::Corrupt {
+                reason: Corruption::Length { .. },
+                ..
+            })
+        ));
+    }
 }

@@ -9,9 +9,16 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
-use terralod_core::generate::{GenerateOptions, MAX_SIZE, generate_with_progress};
+use terralod_core::generate::{
+    GenerateOptions, MAX_PROCEDURAL_SIZE, ProceduralTerrain, generate_with_progress,
+};
 use terralod_core::heightfield::{MIN_SIDE, WorldMapping};
-use terralod_core::tiles::{self, ImportOptions};
+use terralod_core::io::Format;
+use terralod_core::tiles::{self, ImportOptions, ImportSource};
+
+/// Largest `--generate-size` made by the full generator (with erosion, in memory: about
+/// 20 bytes per sample); larger sizes use the position-only fractal, generated tile by tile.
+pub const ERODED_MAX_SIZE: u32 = 8193;
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -24,13 +31,20 @@ pub struct ImportArgs {
     /// side; neighbouring tiles share their edge samples).
     #[arg(long, default_value_t = ImportOptions::default().tile_cells)]
     pub tile_size: u32,
+    /// Cells per block side of the block index (what a streaming selection draws), a power
+    /// of two from 2 to the tile size [default: 64, or the tile size if smaller].
+    #[arg(long)]
+    pub block_size: Option<u32>,
     /// Import into a non-empty directory (its old header is removed first).
     #[arg(long)]
     pub force: bool,
-    /// Without a file: generate the built-in terrain at this many samples per side.
+    /// Without a file: generate the built-in terrain at this many samples per side. Above
+    /// 8193 the terrain is the generator's noise without erosion, computed tile by tile
+    /// (never held whole), stored as u16.
     #[arg(
         long,
-        value_parser = clap::value_parser!(u32).range(i64::from(MIN_SIDE)..=i64::from(MAX_SIZE))
+        value_parser = clap::value_parser!(u32)
+            .range(i64::from(MIN_SIDE)..=i64::from(MAX_PROCEDURAL_SIZE))
     )]
     pub generate_size: Option<u32>,
     /// Without a file: the generator's seed.
@@ -55,7 +69,7 @@ struct Summary<'a> {
 }
 
 pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
-    let (field, name) = match &args.terrain.file {
+    let (source, name): (Box<dyn ImportSource>, String) = match &args.terrain.file {
         Some(path) => {
             if args.generate_size.is_some() || args.seed.is_some() {
                 bail!(
@@ -63,25 +77,41 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
                     path.display()
                 );
             }
-            let terrain = args.terrain.load()?;
-            (terrain.heightfield, terrain.name)
+            match raw_format(args, path) {
+                Some(sample_type) => raw_source(args, path, sample_type)?,
+                None => {
+                    let terrain = args.terrain.load()?;
+                    (Box::new(terrain.heightfield), terrain.name)
+                }
+            }
         }
-        None => generate(args)?,
+        None if args
+            .generate_size
+            .is_some_and(|size| size > ERODED_MAX_SIZE) =>
+        {
+            procedural(args)?
+        }
+        None => {
+            let (field, name) = generate(args)?;
+            (Box::new(field), name)
+        }
     };
+    let defaults = ImportOptions::with_tile_cells(args.tile_size);
     let options = ImportOptions {
-        tile_cells: args.tile_size,
+        block_cells: args.block_size.unwrap_or(defaults.block_cells),
         force: args.force,
+        ..defaults
     };
     let bar = progress::bar(0, format!("importing into {}", args.out.display()));
     let start = Instant::now();
-    let summary = tiles::import(&field, &args.out, &options, &|done, total| {
+    let summary = tiles::import_source(source.as_ref(), &args.out, &options, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
     bar.finish_and_clear();
     let summary = summary.with_context(|| format!("importing {name}"))?;
     let seconds = start.elapsed().as_secs_f64();
-    let samples = field.len() as u64;
+    let samples = u64::from(source.width()) * u64::from(source.height());
     let header = &summary.header;
     let out_name = args.out.display().to_string();
     let report = Summary {
@@ -112,6 +142,114 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
     })
     .and_then(|()| out.flush())
     .context("cannot write to standard output")
+}
+
+/// The sample type of a raw file (by `--format` or extension), which is imported by
+/// windows; `None` for the formats loaded whole (PNG, GeoTIFF, ...: `--max-samples` caps them).
+fn raw_format(args: &ImportArgs, path: &std::path::Path) -> Option<tiles::SampleType> {
+    let format = args.terrain.format.or_else(|| {
+        path.extension()
+            .and_then(|e| e.to_str())
+            .and_then(Format::from_extension)
+    })?;
+    match format {
+        Format::Raw16 => Some(tiles::SampleType::U16),
+        Format::RawF32 => Some(tiles::SampleType::F32),
+        _ => None,
+    }
+}
+
+/// A raw file read by windows (never loaded whole): its size from `--raw-size` or, for a
+/// square, its length; the mapping flags applied to raw's defaults (1, 1, 0).
+fn raw_source(
+    args: &ImportArgs,
+    path: &std::path::Path,
+    sample_type: tiles::SampleType,
+) -> anyhow::Result<(Box<dyn ImportSource>, String)> {
+    let name = path.display().to_string();
+    let size = match args.terrain.raw_size {
+        Some(size) => size,
+        None => {
+            let length = std::fs::metadata(path)
+                .with_context(|| format!("reading {name}"))?
+                .len();
+            let count = length / sample_type.bytes() as u64;
+            let side = (count as f64).sqrt().round() as u64;
+            if side * side != count || count * sample_type.bytes() as u64 != length {
+                bail!(
+                    "{name}: cannot infer the size of a raw file of {length} bytes; pass --raw-size WxH"
+                );
+            }
+            let side = u32::try_from(side).with_context(|| format!("{name}: too large"))?;
+            (side, side)
+        }
+    };
+    let mapping = WorldMapping {
+        cell_size: args.terrain.cell_size.unwrap_or(1.0),
+        height_scale: args.terrain.height_scale.unwrap_or(1.0),
+        height_offset: args.terrain.height_offset.unwrap_or(0.0),
+    };
+    let source =
+        tiles::RawFileSource::open(path, size, sample_type, args.terrain.byte_order, mapping)
+            .with_context(|| format!("opening {name}"))?;
+    Ok((Box::new(source), name))
+}
+
+/// The position-only fractal at `--generate-size` (over [`ERODED_MAX_SIZE`]): nothing is
+/// generated here, the import computes each tile's samples. `--height-scale` multiplies the
+/// generator's own step (metres per u16 unit), `--height-offset` replaces its 0.
+fn procedural(args: &ImportArgs) -> anyhow::Result<(Box<dyn ImportSource>, String)> {
+    let defaults = GenerateOptions::default();
+    let size = args.generate_size.unwrap_or(defaults.size);
+    let options = defaults
+        .with_size(size)
+        .with_seed(args.seed.unwrap_or(0))
+        .with_cell_size(
+            args.terrain
+                .cell_size
+                .unwrap_or(GenerateOptions::default().cell_size),
+        );
+    let name = format!("the procedural terrain ({size} x {size}, no erosion)");
+    let terrain = ProceduralTerrain::new(&options).with_context(|| name.clone())?;
+    let base = terrain.mapping();
+    let mapping = WorldMapping {
+        cell_size: base.cell_size,
+        height_scale: base.height_scale * args.terrain.height_scale.unwrap_or(1.0),
+        height_offset: args.terrain.height_offset.unwrap_or(0.0),
+    };
+    mapping
+        .validate()
+        .with_context(|| format!("{name}: --cell-size/--height-scale/--height-offset"))?;
+    Ok((Box::new(Mapped { terrain, mapping }), name))
+}
+
+/// The procedural terrain under the mapping the flags asked for.
+#[derive(Debug)]
+struct Mapped {
+    terrain: ProceduralTerrain,
+    mapping: WorldMapping,
+}
+
+impl ImportSource for Mapped {
+    fn width(&self) -> u32 {
+        self.terrain.width()
+    }
+    fn height(&self) -> u32 {
+        self.terrain.height()
+    }
+    fn sample_type(&self) -> tiles::SampleType {
+        self.terrain.sample_type()
+    }
+    fn mapping(&self) -> WorldMapping {
+        self.mapping
+    }
+    fn read_window(
+        &self,
+        cols: &[u32],
+        rows: &[u32],
+    ) -> Result<terralod_core::heightfield::Samples, tiles::TileError> {
+        self.terrain.read_window(cols, rows)
+    }
 }
 
 /// The built-in terrain at `--generate-size` (default: the built-in size) and `--seed`,

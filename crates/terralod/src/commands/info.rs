@@ -169,6 +169,7 @@ struct TiledReport {
     height: u32,
     samples: u64,
     tile_cells: u32,
+    block_cells: u32,
     levels: Vec<(u32, u32, u32, u32)>,
     tiles: u64,
     tile_file_bytes: u64,
@@ -190,6 +191,7 @@ fn run_tiled(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
         height: header.height,
         samples: u64::from(header.width) * u64::from(header.height),
         tile_cells: header.tile_cells,
+        block_cells: header.block_cells,
         levels: header
             .levels
             .iter()
@@ -225,6 +227,11 @@ fn write_tiled_text(out: &mut impl Write, r: &TiledReport) -> std::io::Result<()
         r.tile_cells + 1,
         r.tile_cells + 1,
         r.tile_file_bytes
+    )?;
+    writeln!(
+        out,
+        "  blocks        {} x {} cells (block index blocks.tlod)",
+        r.block_cells, r.block_cells
     )?;
     for (level, (width, height, tiles_x, tiles_y)) in r.levels.iter().enumerate() {
         writeln!(

@@ -1,0 +1,250 @@
+//! The tile cache: loads in the background, keeps the budget, evicts least recently used,
+//! and survives missing and corrupt tiles (fault injection), reporting each once.
+
+use super::*;
+use crate::heightfield::{Heightfield, Samples, WorldMapping};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A 65 × 49 field of distinct values, imported with 8-cell tiles: levels of 8 × 6, 4 × 3,
+/// 2 × 2 and 1 tile.
+fn imported(dir: &Path) -> (Heightfield, Arc<TiledTerrain>) {
+    let (width, height) = (65u32, 49u32);
+    let values = (0..width * height).map(|i| (i * 7 % 3001) as u16).collect();
+    let field = Heightfield::new(width, height, Samples::U16(values))
+        .and_then(|f| {
+            f.with_mapping(WorldMapping {
+                cell_size: 1.0,
+                height_scale: 0.5,
+                height_offset: -3.0,
+            })
+        })
+        .expect("a valid field");
+    import(&field, dir, &ImportOptions::with_tile_cells(8), &|_, _| {}).expect("imports");
+    let terrain = TiledTerrain::open(dir).expect("opens");
+    (field, Arc::new(terrain))
+}
+
+/// Asks for `keys` every frame until each is resident or reported, as a selection would.
+fn drive(cache: &mut TileCache, keys: &[TileKey]) -> Vec<TileError> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut reports = Vec::new();
+    loop {
+        cache.begin_frame();
+        reports.extend(cache.take_reports());
+        let mut waiting = false;
+        for &key in keys {
+            waiting |= cache.tile_heights(key).is_none() && cache.pending_loads() > 0;
+        }
+        if !waiting {
+            return reports;
+        }
+        assert!(Instant::now() < deadline, "loads did not finish");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn tile_keys(terrain: &TiledTerrain, level: u32) -> Vec<TileKey> {
+    let grid = terrain.header().levels[level as usize];
+    (0..grid.tiles_y)
+        .flat_map(|ty| (0..grid.tiles_x).map(move |tx| (level, tx, ty)))
+        .collect()
+}
+
+#[test]
+fn tiles_load_in_the_background_as_world_heights_within_the_budget() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (field, terrain) = imported(dir.path());
+    let tile_bytes = 9 * 9 * 4;
+    // The pinned coarsest tile and four more.
+    let mut cache = TileCache::new(terrain.clone(), 5 * tile_bytes, 2).expect("a cache");
+    assert_eq!(cache.tile_bytes(), tile_bytes);
+    assert_eq!(cache.stats().resident_tiles, 1);
+    assert!(
+        cache.is_resident((3, 0, 0)),
+        "the coarsest level is loaded at once"
+    );
+    assert_eq!(cache.block_cells(), 8);
+    assert_eq!(
+        cache.block_bounds(1, 2, 1),
+        terrain.block_index().get(1, 2, 1)
+    );
+
+    // A miss queues one load, however often it is asked for.
+    let key = (1, 2, 1);
+    assert!(cache.tile_heights(key).is_none());
+    assert!(cache.tile_heights(key).is_none());
+    assert_eq!(cache.stats().requests, 1);
+    assert_eq!(cache.pending_loads(), 1);
+    assert!(drive(&mut cache, &[key]).is_empty());
+    let heights = cache.tile_heights(key).expect("resident");
+    for j in 0..9u32 {
+        for i in 0..9u32 {
+            let (col, row) = ((2 * 8 + i) * 2, (8 + j) * 2);
+            let expected = field.world_y(col.min(64), row.min(48));
+            assert_eq!(heights[(j * 9 + i) as usize], expected, "sample ({i}, {j})");
+        }
+    }
+
+    // Level 0 has 48 tiles: streaming through all of them never exceeds the budget, and
+    // evicts the least recently used first.
+    for chunk in tile_keys(&terrain, 0).chunks(3) {
+        drive(&mut cache, chunk);
+        let stats = cache.stats();
+        assert!(stats.resident_bytes <= cache.budget_bytes(), "{stats:?}");
+        assert!(stats.peak_bytes <= cache.budget_bytes(), "{stats:?}");
+        for &key in chunk {
+            assert!(cache.is_resident(key), "{key:?} used this frame stays");
+        }
+    }
+    let stats = cache.stats();
+    assert!(stats.tiles_evicted >= 48 - 4, "{stats:?}");
+    assert!(cache.is_resident((3, 0, 0)), "the pinned tile stays");
+    assert!(!cache.is_resident((0, 0, 0)), "the oldest tile went first");
+    // Evicted, then wanted again: loads again.
+    assert!(drive(&mut cache, &[(0, 0, 0)]).is_empty());
+    assert!(cache.is_resident((0, 0, 0)));
+    let stats = cache.stats();
+    assert_eq!(stats.failures, 0);
+    assert!(stats.hits > 0 && stats.misses > 0);
+    assert_eq!(
+        stats.bytes_read,
+        stats.loads_finished * terrain.header().tile_file_len()
+    );
+    assert!(
+        stats.longest_begin_frame < Duration::from_millis(100),
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn a_budget_below_the_pinned_tiles_is_a_typed_error() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, terrain) = imported(dir.path());
+    let refused = TileCache::new(terrain.clone(), 9 * 9 * 4, 1).expect_err("too small");
+    assert!(
+        matches!(
+            refused,
+            CacheError::BudgetTooSmall {
+                pinned: 324,
+                needed: 648,
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    // A corrupt coarsest tile: the cache cannot promise a fallback, so `new` refuses.
+    std::fs::remove_file(terrain.tile_path(3, 0, 0)).expect("removable");
+    let refused = TileCache::new(terrain, 1 << 20, 1).expect_err("no coarsest level");
+    assert!(
+        matches!(refused, CacheError::Pinned(TileError::Missing { .. })),
+        "{refused}"
+    );
+}
+
+#[test]
+fn corrupt_and_missing_tiles_are_reported_once_and_never_requested_again() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, terrain) = imported(dir.path());
+    let damage = |key: TileKey, change: &dyn Fn(&Path)| {
+        change(&terrain.tile_path(key.0, key.1, key.2));
+        key
+    };
+    let flipped = damage((0, 1, 1), &|path| {
+        let mut bytes = std::fs::read(path).expect("readable");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        std::fs::write(path, bytes).expect("writable");
+    });
+    let truncated = damage((0, 3, 2), &|path| {
+        let bytes = std::fs::read(path).expect("readable");
+        std::fs::write(path, &bytes[..bytes.len() / 2]).expect("writable");
+    });
+    let deleted = damage((1, 0, 2), &|path| {
+        std::fs::remove_file(path).expect("removable")
+    });
+    let copied = damage((2, 1, 1), &|path| {
+        std::fs::copy(terrain.tile_path(2, 0, 0), path).expect("copyable");
+    });
+    let damaged = [flipped, truncated, deleted, copied];
+    let mut cache = TileCache::new(terrain.clone(), 1 << 20, 3).expect("a cache");
+    let everything: Vec<TileKey> = (0..3)
+        .flat_map(|level| tile_keys(&terrain, level))
+        .collect();
+    let mut reports = drive(&mut cache, &everything);
+    // More frames asking for everything again report nothing new and request nothing.
+    let requests = cache.stats().requests;
+    for _ in 0..3 {
+        reports.extend(drive(&mut cache, &everything));
+    }
+    assert_eq!(
+        cache.stats().requests,
+        requests,
+        "failed tiles are not requested again"
+    );
+    assert_eq!(reports.len(), damaged.len(), "{reports:?}");
+    for key in damaged {
+        let path = terrain.tile_path(key.0, key.1, key.2);
+        let named: Vec<&TileError> = reports
+            .iter()
+            .filter(|error| error.to_string().contains(&*path.to_string_lossy()))
+            .collect();
+        assert_eq!(named.len(), 1, "{key:?} reported once: {reports:?}");
+        assert!(cache.tile_heights(key).is_none(), "{key:?} never resident");
+    }
+    let kinds = |want: fn(&TileError) -> bool| reports.iter().filter(|e| want(e)).count();
+    assert_eq!(kinds(|e| matches!(e, TileError::Missing { .. })), 1);
+    assert_eq!(
+        kinds(|e| matches!(
+            e,
+            TileError::Corrupt {
+                reason: Corruption::PayloadChecksum { .. },
+                ..
+            }
+        )),
+        1
+    );
+    assert_eq!(
+        kinds(|e| matches!(
+            e,
+            TileError::Corrupt {
+                reason: Corruption::Length { .. },
+                ..
+            }
+        )),
+        1
+    );
+    assert_eq!(
+        kinds(|e| matches!(
+            e,
+            TileError::Corrupt {
+                reason: Corruption::Field { .. },
+                ..
+            }
+        )),
+        1,
+        "the copied tile names another tile's coordinates"
+    );
+    // Every other tile loaded.
+    let stats = cache.stats();
+    assert_eq!(stats.failures, 4);
+    for key in everything.iter().filter(|key| !damaged.contains(key)) {
+        assert!(cache.is_resident(*key), "{key:?}");
+    }
+}
+
+#[test]
+fn dropping_the_cache_stops_its_loaders_promptly() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, terrain) = imported(dir.path());
+    let mut cache = TileCache::new(terrain.clone(), 1 << 20, 2).expect("a cache");
+    for key in tile_keys(&terrain, 0) {
+        assert!(cache.tile_heights(key).is_none());
+    }
+    let start = Instant::now();
+    drop(cache);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // The terrain is shared with nobody any more: every loader released its handle.
+    assert_eq!(Arc::strong_count(&terrain), 1);
+}

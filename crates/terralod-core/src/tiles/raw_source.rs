@@ -1,0 +1,160 @@
+//! A headerless raw file (`.r16`/`.raw` u16, `.r32`/`.f32` f32, row-major, row 0 north) as an
+//! import source read by windows: each tile seeks to and reads only the rows it needs, so
+//! a file larger than memory imports without being loaded.
+
+use super::import::ImportSource;
+use super::{SampleType, TileError};
+use crate::heightfield::{Samples, WorldMapping};
+use crate::io::ByteOrder;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A raw heightfield file, opened and its length checked against its size.
+#[derive(Debug)]
+pub struct RawFileSource {
+    path: PathBuf,
+    /// Tile jobs run in parallel; a seek and its reads happen under the lock.
+    file: Mutex<File>,
+    width: u32,
+    height: u32,
+    sample_type: SampleType,
+    byte_order: ByteOrder,
+    mapping: WorldMapping,
+}
+
+impl RawFileSource {
+    /// Opens `path` holding `width × height` samples of `sample_type` (`U16` or `F32`),
+    /// refusing a file whose length is not exactly that.
+    pub fn open(
+        path: &Path,
+        (width, height): (u32, u32),
+        sample_type: SampleType,
+        byte_order: ByteOrder,
+        mapping: WorldMapping,
+    ) -> Result<RawFileSource, TileError> {
+        let io = |source| TileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if sample_type == SampleType::I16 {
+            return Err(TileError::Source {
+                what: format!("{}: raw files hold u16 or f32 samples", path.display()),
+            });
+        }
+        for (what, value) in [("width", width), ("height", height)] {
+            if !(2..=super::MAX_SIDE).contains(&value) {
+                return Err(TileError::OutOfRange {
+                    path: path.to_path_buf(),
+                    what,
+                    value: u64::from(value),
+                    min: 2,
+                    max: u64::from(super::MAX_SIDE),
+                });
+            }
+        }
+        mapping.validate()?;
+        let file = File::open(path).map_err(io)?;
+        let length = file.metadata().map_err(io)?.len();
+        let expected = u64::from(width) * u64::from(height) * sample_type.bytes() as u64;
+        if length != expected {
+            return Err(super::format::corrupt(
+                path,
+                super::Corruption::Length {
+                    expected,
+                    actual: length,
+                },
+            ));
+        }
+        Ok(RawFileSource {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+            width,
+            height,
+            sample_type,
+            byte_order,
+            mapping,
+        })
+    }
+}
+
+impl ImportSource for RawFileSource {
+    fn width(&self) -> u32 {
+        self.width
+    }
+
+    fn height(&self) -> u32 {
+        self.height
+    }
+
+    fn sample_type(&self) -> SampleType {
+        self.sample_type
+    }
+
+    fn mapping(&self) -> WorldMapping {
+        self.mapping
+    }
+
+    fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
+        let io = |source| TileError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let bytes = self.sample_type.bytes();
+        let (first, last) = (cols[0] as usize, cols[cols.len() - 1] as usize);
+        let mut span = vec![0u8; (last - first + 1) * bytes];
+        let mut raw: Vec<u8> = Vec::with_capacity(cols.len() * rows.len() * bytes);
+        {
+            let mut file = self.file.lock().map_err(|_| TileError::Source {
+                what: format!("{}: a reader panicked", self.path.display()),
+            })?;
+            for &row in rows {
+                let at = (u64::from(row) * u64::from(self.width) + first as u64) * bytes as u64;
+                file.seek(SeekFrom::Start(at)).map_err(io)?;
+                file.read_exact(&mut span).map_err(io)?;
+                for &col in cols {
+                    let i = (col as usize - first) * bytes;
+                    raw.extend_from_slice(&span[i..i + bytes]);
+                }
+            }
+        }
+        let little = self.byte_order == ByteOrder::Little;
+        Ok(match self.sample_type {
+            SampleType::F32 => {
+                let values: Vec<f32> = raw
+                    .chunks_exact(4)
+                    .map(|b| {
+                        let b = [b[0], b[1], b[2], b[3]];
+                        if little {
+                            f32::from_le_bytes(b)
+                        } else {
+                            f32::from_be_bytes(b)
+                        }
+                    })
+                    .collect();
+                if values.iter().any(|v| !v.is_finite()) {
+                    return Err(TileError::Source {
+                        what: format!(
+                            "{}: a sample is not a finite number (holes need the whole-file \
+                             loader, which fills them)",
+                            self.path.display()
+                        ),
+                    });
+                }
+                Samples::F32(values)
+            }
+            _ => Samples::U16(
+                raw.chunks_exact(2)
+                    .map(|b| {
+                        if little {
+                            u16::from_le_bytes([b[0], b[1]])
+                        } else {
+                            u16::from_be_bytes([b[0], b[1]])
+                        }
+                    })
+                    .collect(),
+            ),
+        })
+    }
+}

@@ -369,3 +369,26 @@ fn load(terrain: &TiledTerrain, (level, tx, ty): TileKey) -> Result<Arc<[f32]>, 
     };
     Ok(heights)
 }
+
+/// The disk cache is what the streamed selection reads on an imported directory.
+impl super::source::TileSource for TileCache {
+    fn header(&self) -> &TerrainHeader {
+        TileCache::header(self)
+    }
+
+    fn block_cells(&self) -> u32 {
+        TileCache::block_cells(self)
+    }
+
+    fn block_bounds(&self, level: u32, bx: u32, by: u32) -> BlockBounds {
+        TileCache::block_bounds(self, level, bx, by)
+    }
+
+    fn tile_heights(&mut self, key: TileKey) -> Option<Arc<[f32]>> {
+        TileCache::tile_heights(self, key)
+    }
+
+    fn begin_frame(&mut self) {
+        TileCache::begin_frame(self)
+    }
+}

@@ -49,8 +49,7 @@ pub use import::{
 pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
 pub use source::{
-    BlockBounds, MemoryTiles, MemoryTilesOptions, SourceError, TileKey, TileSource, block_tile,
-    blocks_across,
+    MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile, blocks_across,
 };
 
 use crate::io::WriteError;

@@ -13,31 +13,13 @@
 //! error, restricted to the block, plus the accumulated error to full resolution.
 
 use super::TerrainHeader;
+pub use super::blocks::BlockBounds;
+pub use super::cache::TileKey;
 use super::format::{LevelGrid, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, level_grids};
 use crate::heightfield::Heightfield;
 use crate::lod::round_up;
 use rayon::prelude::*;
 use std::sync::Arc;
-
-/// A tile: `(level, tx, ty)`.
-pub type TileKey = (u32, u32, u32);
-
-/// What the selection knows of a block before its tile is loaded (from the block index).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BlockBounds {
-    /// Lowest and highest world height of every level-0 sample the block covers (so the box
-    /// holds the full-resolution surface, not just the block's own samples).
-    pub min_height: f32,
-    pub max_height: f32,
-    /// Largest vertical distance (world units) between one of the block's own level-L
-    /// samples and the level-(L+1) surface at that sample, as a tile's `error` in
-    /// docs/TILES.md, over the block's samples only. 0 at the coarsest level.
-    pub own_error: f32,
-    /// A bound of the vertical distance between the level-0 samples the block covers and
-    /// the block's level-L surface (either diagonal in every cell): 0 at level 0, else
-    /// `max over children c of (c.own_error + c.error_to_finest)`.
-    pub error_to_finest: f32,
-}
 
 /// Tiled height data as the streamed selection sees it: bounds always, samples when resident.
 pub trait TileSource {
@@ -181,6 +163,7 @@ impl MemoryTiles {
             width: field.width(),
             height: field.height(),
             tile_cells: n,
+            block_cells: options.block_cells,
             mapping: field.mapping(),
             min_height,
             max_height,

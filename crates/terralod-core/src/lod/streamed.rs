@@ -29,16 +29,20 @@
 //! the tree never needs a non-resident tile, and a block whose bound is not accepted while
 //! its children's tiles are resident is split unless a forced split of a neighbour lacks a
 //! tile (the only way resident data stays unused, and only until that tile arrives). A
-//! block that is drawn unaccepted anyway (level 0, or children not resident) whose bound
-//! *without* coarser seams is accepted has its coarser neighbours force-split, so it ends
-//! with same-level seams. Culled blocks constrain nothing (they share no drawn edge).
+//! block whose bound is accepted only *without* coarser seams (`error_to_finest`, below)
+//! first has its coarser drawn neighbours force-split (cheaper than splitting itself, which
+//! would split them too); only if one of those lacks a tile is the block split. Level-0
+//! blocks (`error_to_finest = 0`) so always end with same-level seams when their tiles
+//! allow. Culled blocks constrain nothing (they share no drawn edge).
 //! Splits only ever add blocks, so the worklist ends; with every tile resident the result
 //! is the least balanced tree that holds every wanted split, whatever the order.
 //!
 //! # The error bound of a drawn block, seams included
 //!
 //! `e(X) = error_to_finest + 2 · own_error` when `X` has a seam against a coarser drawn
-//! neighbour, `error_to_finest` otherwise (accept tests use the first, so any seams keep τ).
+//! neighbour, `error_to_finest` otherwise. A block is kept when the first is accepted, or
+//! when the second is and no coarser drawn neighbour is left (they never come back: splits
+//! only refine), so every drawn block's own bound is accepted when its tiles allow.
 //!
 //! - Same-level seams and the interior are level-`L` grid cells (either diagonal):
 //!   `error_to_finest` bounds them at every level-0 sample (see `BlockBounds`: descending
@@ -444,25 +448,33 @@ impl<S: TileSource> StreamedLod<S> {
             if pass.view.accepts(full, &aabb, pass.view_angle_aware) {
                 continue;
             }
+            // Accepted with same-level seams: split the coarser neighbours instead (the
+            // cheaper fix: splitting this block would have to split them anyway).
+            let same_level_ok =
+                pass.view
+                    .accepts(bounds.error_to_finest, &aabb, pass.view_angle_aware);
+            if same_level_ok && self.split_coarser_neighbours(b, pass) {
+                continue;
+            }
             match self.try_split(b, pass) {
-                Ok(()) => continue,
+                Ok(()) => {}
                 Err(Refusal::MissingTile) => self.stream.blocks_held_back += 1,
                 Err(Refusal::Finest) => {}
             }
-            // Drawn at its own level: without coarser seams its bound may be accepted.
-            if pass
-                .view
-                .accepts(bounds.error_to_finest, &aabb, pass.view_angle_aware)
+        }
+    }
+
+    /// Force-splits the drawn neighbours of `b` one level coarser; whether none is left.
+    fn split_coarser_neighbours(&mut self, b: Block, pass: &Pass<'_>) -> bool {
+        let mut all = true;
+        for side in Side::ALL {
+            if let Some((n, LEAF)) = self.neighbour(b, side)
+                && n.level > b.level
             {
-                for side in Side::ALL {
-                    if let Some((n, LEAF)) = self.neighbour(b, side)
-                        && n.level > b.level
-                    {
-                        let _ = self.try_split(n, pass);
-                    }
-                }
+                all &= self.try_split(n, pass).is_ok();
             }
         }
+        all
     }
 
     /// Assigns pool slots: frees those of blocks no longer drawn, fills new ones.

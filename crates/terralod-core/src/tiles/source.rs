@@ -459,6 +459,14 @@ mod tests {
             assert!(options.validate().is_err(), "{options:?}");
         }
         assert!(MemoryTilesOptions::DEFAULT.validate().is_ok());
+        let sized = |side: u32| {
+            let f = Heightfield::from_f32(side, 2, vec![0.0; side as usize * 2]).expect("valid");
+            let o = MemoryTilesOptions::for_field(&f);
+            (o.tile_cells, o.block_cells)
+        };
+        assert_eq!(sized(4097), (256, 64), "the defaults at 4097");
+        assert_eq!(sized(2049), (128, 64));
+        assert_eq!(sized(33), (2, 2));
         for side in [2, 3, 5, 33, 40, 129, 4097, 70_000] {
             let f = Heightfield::from_f32(side, 2, vec![0.0; side as usize * 2]).expect("valid");
             assert!(MemoryTilesOptions::for_field(&f).validate().is_ok());

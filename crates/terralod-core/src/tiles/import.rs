@@ -66,7 +66,6 @@ pub trait ImportSource: Sync {
     fn mapping(&self) -> WorldMapping;
     /// The samples at level-0 columns `cols` and rows `rows` (each ascending, inside the
     /// grid), row-major (`rows.len()` rows of `cols.len()`), in [`Self::sample_type`].
-    /// `path` names the import's output directory, for errors without a file of their own.
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError>;
 }
 
@@ -233,6 +232,12 @@ pub fn import_source(
     let block_index = assemble_block_index(&levels, block_cells, results);
     let index_bytes = block_index.encode();
     write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
+    // The index's rename must be durable before the header can appear.
+    let root = File::open(dir).map_err(|source| TileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    sync_all(&[(dir.to_path_buf(), root)])?;
     let header = TerrainHeader {
         sample_type: field.sample_type(),
         width: field.width(),

@@ -7,7 +7,7 @@
 //! ([`BlockIndex::from_own_stats`]) gives the full-resolution range and `error_to_finest`.
 
 use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, corrupt};
-use super::import::error_against_coarser;
+use super::import::{error_against_coarser, error_in_window};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping};
 use std::path::Path;
@@ -84,6 +84,10 @@ pub fn level_blocks(grid: &LevelGrid, block_cells: u32) -> (u32, u32) {
 /// that exists in `grid` (blocks wholly in the padding are skipped). `has_coarser` is false
 /// on the coarsest level, whose errors are 0. `B` divides `N`, so every block's samples lie
 /// in the tile, and `B` is even, so the block's local parity is the level's.
+///
+/// Returns the raw (unmapped) lowest and highest sample and error of the whole tile when
+/// its blocks cover all of it (no block of the tile lies wholly in the padding): the
+/// tile's own statistics, without a second pass.
 #[allow(clippy::too_many_arguments)]
 pub fn own_block_stats<T: Copy + Into<f64>>(
     samples: &[T],
@@ -95,42 +99,45 @@ pub fn own_block_stats<T: Copy + Into<f64>>(
     mapping: &WorldMapping,
     has_coarser: bool,
     mut emit: impl FnMut(u32, u32, OwnBlockStats),
-) {
+) -> Option<(f64, f64, f64)> {
     let side = tile_cells as usize + 1;
     let b = block_cells as usize;
     let per_tile = tile_cells / block_cells;
     let (blocks_x, blocks_y) = level_blocks(grid, block_cells);
-    let mut block: Vec<T> = Vec::with_capacity((b + 1) * (b + 1));
+    let mut covered = true;
+    let mut tile = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for local_y in 0..per_tile {
         let by = ty * per_tile + local_y;
         if by >= blocks_y {
+            covered = false;
             break;
         }
         for local_x in 0..per_tile {
             let bx = tx * per_tile + local_x;
             if bx >= blocks_x {
+                covered = false;
                 break;
             }
             let (x0, y0) = (local_x as usize * b, local_y as usize * b);
-            block.clear();
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
             for j in 0..=b {
                 let start = (y0 + j) * side + x0;
-                block.extend_from_slice(&samples[start..=start + b]);
-            }
-            let (lo, hi) = block
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                for &v in &samples[start..=start + b] {
                     let v: f64 = v.into();
-                    (lo.min(v), hi.max(v))
-                });
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+            }
             let raw_error = if has_coarser {
-                error_against_coarser(&block, b + 1)
+                error_in_window(samples, side, (x0, y0), b + 1)
             } else {
                 0.0
             };
+            tile = (tile.0.min(lo), tile.1.max(hi), tile.2.max(raw_error));
             emit(bx, by, own_stats(lo, hi, raw_error, mapping));
         }
     }
+    covered.then_some(tile)
 }
 
 /// World statistics from raw ones: heights mapped in `f64` and rounded outwards.

@@ -10,9 +10,8 @@ use super::blocks::BlockBounds;
 use super::format::TerrainHeader;
 use super::read::TiledTerrain;
 use crate::heightfield::Samples;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -50,6 +49,9 @@ pub struct CacheStats {
     pub failures: u64,
     /// Background loads queued (each tile once while it is pending).
     pub requests: u64,
+    /// Queued loads dropped before they started because no frame asked for them since
+    /// (the camera moved on); asked for again, they are queued again.
+    pub requests_dropped: u64,
     /// `tile_heights` calls that found the tile resident, and those that did not.
     pub hits: u64,
     pub misses: u64,
@@ -72,6 +74,16 @@ struct Resident {
 /// What a loader thread sends back.
 type Loaded = (TileKey, Result<Arc<[f32]>, TileError>);
 
+/// The loads waiting for a loader thread, oldest first.
+#[derive(Debug, Default)]
+struct LoadQueue {
+    keys: VecDeque<TileKey>,
+    stop: bool,
+}
+
+/// The queue and the condition loaders wait on.
+type SharedQueue = Arc<(Mutex<LoadQueue>, Condvar)>;
+
 /// A memory-capped cache of a tiled terrain's tiles, as world heights.
 #[derive(Debug)]
 pub struct TileCache {
@@ -79,13 +91,13 @@ pub struct TileCache {
     budget_bytes: u64,
     tile_bytes: u64,
     resident: HashMap<TileKey, Resident>,
-    pending: HashSet<TileKey>,
+    /// Loads queued or running, with the last frame that asked for each.
+    pending: HashMap<TileKey, u64>,
     failed: HashSet<TileKey>,
     reports: Vec<TileError>,
     frame: u64,
-    requests: Option<mpsc::Sender<TileKey>>,
+    queue: SharedQueue,
     loaded: mpsc::Receiver<Loaded>,
-    stop: Arc<AtomicBool>,
     loaders: Vec<JoinHandle<()>>,
     stats: CacheStats,
 }
@@ -128,25 +140,18 @@ impl TileCache {
                 );
             }
         }
-        let (requests, queue) = mpsc::channel::<TileKey>();
         let (done, loaded) = mpsc::channel::<Loaded>();
-        let queue = Arc::new(Mutex::new(queue));
-        let stop = Arc::new(AtomicBool::new(false));
+        let queue: SharedQueue = Arc::default();
         let mut loaders = Vec::new();
         for index in 0..loader_threads.max(1) {
-            let (terrain, queue, done, stopped) =
-                (terrain.clone(), queue.clone(), done.clone(), stop.clone());
+            let (terrain, shared, done) = (terrain.clone(), queue.clone(), done.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("tile-loader-{index}"))
-                .spawn(move || loader(&terrain, &queue, &done, &stopped));
+                .spawn(move || loader(&terrain, &shared, &done));
             match spawned {
                 Ok(handle) => loaders.push(handle),
                 Err(error) => {
-                    stop.store(true, Ordering::Relaxed);
-                    drop(requests);
-                    for handle in loaders {
-                        let _ = handle.join();
-                    }
+                    stop_loaders(&queue, &mut loaders);
                     return Err(CacheError::Spawn(error));
                 }
             }
@@ -165,13 +170,12 @@ impl TileCache {
             budget_bytes,
             tile_bytes,
             resident,
-            pending: HashSet::new(),
+            pending: HashMap::new(),
             failed: HashSet::new(),
             reports: Vec::new(),
             frame: 0,
-            requests: Some(requests),
+            queue,
             loaded,
-            stop,
             loaders,
             stats,
         })
@@ -209,15 +213,15 @@ impl TileCache {
             }
             None => {
                 self.stats.misses += 1;
-                if !self.failed.contains(&key) && self.pending.insert(key) {
+                if let Some(asked) = self.pending.get_mut(&key) {
+                    *asked = self.frame;
+                } else if !self.failed.contains(&key) {
+                    self.pending.insert(key, self.frame);
                     self.stats.requests += 1;
-                    let sent = self
-                        .requests
-                        .as_ref()
-                        .is_some_and(|requests| requests.send(key).is_ok());
-                    if !sent {
-                        // Every loader has stopped (only while dropping): nothing is pending.
-                        self.pending.remove(&key);
+                    let (queue, wake) = &*self.queue;
+                    if let Ok(mut queue) = queue.lock() {
+                        queue.keys.push_back(key);
+                        wake.notify_one();
                     }
                 }
                 None
@@ -233,6 +237,7 @@ impl TileCache {
     pub fn begin_frame(&mut self) {
         let start = Instant::now();
         self.frame += 1;
+        self.drop_unwanted_requests();
         let mut eviction_order: Option<Vec<(u64, TileKey)>> = None;
         while let Ok((key, result)) = self.loaded.try_recv() {
             self.pending.remove(&key);
@@ -267,6 +272,26 @@ impl TileCache {
         self.stats.resident_tiles = self.resident.len();
         self.stats.resident_bytes = self.resident.len() as u64 * self.tile_bytes;
         self.stats.longest_begin_frame = self.stats.longest_begin_frame.max(start.elapsed());
+    }
+
+    /// Removes from the queue the loads that no frame asked for since the last
+    /// `begin_frame` (the selection moved on); those already running finish.
+    fn drop_unwanted_requests(&mut self) {
+        let previous = self.frame - 1;
+        let (queue, _) = &*self.queue;
+        let Ok(mut queue) = queue.lock() else {
+            return;
+        };
+        let pending = &mut self.pending;
+        let before = queue.keys.len();
+        queue.keys.retain(|key| {
+            let wanted = pending.get(key).is_some_and(|&asked| asked >= previous);
+            if !wanted {
+                pending.remove(key);
+            }
+            wanted
+        });
+        self.stats.requests_dropped += (before - queue.keys.len()) as u64;
     }
 
     /// Evicts least recently used unpinned tiles until one more tile fits in the budget.
@@ -322,30 +347,42 @@ impl TileCache {
 impl Drop for TileCache {
     /// Stops the loaders: queued loads are dropped, a running one finishes, then they exit.
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.requests = None;
-        for handle in self.loaders.drain(..) {
-            let _ = handle.join();
-        }
+        stop_loaders(&self.queue, &mut self.loaders);
     }
 }
 
-/// A loader thread: takes keys from the queue until it closes or the cache stops.
-fn loader(
-    terrain: &TiledTerrain,
-    queue: &Mutex<mpsc::Receiver<TileKey>>,
-    done: &mpsc::Sender<Loaded>,
-    stop: &AtomicBool,
-) {
+/// Empties the queue, tells every loader to stop and waits for them.
+fn stop_loaders(queue: &SharedQueue, loaders: &mut Vec<JoinHandle<()>>) {
+    let (lock, wake) = &**queue;
+    if let Ok(mut queue) = lock.lock() {
+        queue.keys.clear();
+        queue.stop = true;
+    }
+    wake.notify_all();
+    for handle in loaders.drain(..) {
+        let _ = handle.join();
+    }
+}
+
+/// A loader thread: takes the oldest queued key until the cache stops.
+fn loader(terrain: &TiledTerrain, queue: &SharedQueue, done: &mpsc::Sender<Loaded>) {
+    let (lock, wake) = &**queue;
     loop {
-        let next = match queue.lock() {
-            Ok(queue) => queue.recv(),
-            Err(_) => return,
+        let key = {
+            let Ok(mut queue) = lock.lock() else { return };
+            loop {
+                if queue.stop {
+                    return;
+                }
+                if let Some(key) = queue.keys.pop_front() {
+                    break key;
+                }
+                queue = match wake.wait(queue) {
+                    Ok(queue) => queue,
+                    Err(_) => return,
+                };
+            }
         };
-        let Ok(key) = next else { return };
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
         if done.send((key, load(terrain, key))).is_err() {
             return;
         }

@@ -248,3 +248,34 @@ fn dropping_the_cache_stops_its_loaders_promptly() {
     // The terrain is shared with nobody any more: every loader released its handle.
     assert_eq!(Arc::strong_count(&terrain), 1);
 }
+
+#[test]
+fn queued_loads_no_frame_asks_for_any_more_are_dropped_and_can_be_asked_again() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, terrain) = imported(dir.path());
+    let mut cache = TileCache::new(terrain.clone(), 1 << 20, 1).expect("a cache");
+    let level0 = tile_keys(&terrain, 0);
+    cache.begin_frame();
+    for &key in &level0 {
+        assert!(cache.tile_heights(key).is_none());
+    }
+    // Two frames that ask for nothing: whatever had not started is dropped.
+    cache.begin_frame();
+    cache.begin_frame();
+    // Wait for the loads that had started; then every request is accounted for.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while cache.pending_loads() > 0 {
+        assert!(Instant::now() < deadline, "running loads did not finish");
+        std::thread::sleep(Duration::from_millis(1));
+        cache.begin_frame();
+    }
+    let stats = cache.stats();
+    let loaded = stats.loads_finished - 1; // the pinned coarsest tile
+    assert_eq!(stats.requests, level0.len() as u64);
+    assert_eq!(loaded + stats.requests_dropped, stats.requests, "{stats:?}");
+    // Dropped tiles are not failed: asked for again, they load.
+    assert!(drive(&mut cache, &level0).is_empty());
+    for key in level0 {
+        assert!(cache.is_resident(key), "{key:?}");
+    }
+}

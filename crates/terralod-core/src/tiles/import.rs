@@ -66,7 +66,6 @@ pub trait ImportSource: Sync {
     fn mapping(&self) -> WorldMapping;
     /// The samples at level-0 columns `cols` and rows `rows` (each ascending, inside the
     /// grid), row-major (`rows.len()` rows of `cols.len()`), in [`Self::sample_type`].
-    /// `path` names the import's output directory, for errors without a file of their own.
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError>;
 }
 
@@ -233,6 +232,12 @@ pub fn import_source(
     let block_index = assemble_block_index(&levels, block_cells, results);
     let index_bytes = block_index.encode();
     write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
+    // The index's rename must be durable before the header can appear.
+    let root = File::open(dir).map_err(|source| TileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    sync_all(&[(dir.to_path_buf(), root)])?;
     let header = TerrainHeader {
         sample_type: field.sample_type(),
         width: field.width(),
@@ -516,21 +521,8 @@ fn encode_typed<T: TileSample>(samples: &[T], job: &TileJob<'_>) -> EncodedTile 
         f64::from(mapping.height_scale),
         f64::from(mapping.height_offset),
     );
-    let (raw_lo, raw_hi) =
-        samples
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                let v: f64 = v.into();
-                (lo.min(v), hi.max(v))
-            });
-    let (a, b) = (raw_lo * scale + offset, raw_hi * scale + offset);
-    let raw_error = if has_coarser {
-        error_against_coarser(samples, side)
-    } else {
-        0.0
-    };
     let mut blocks = Vec::new();
-    own_block_stats(
+    let covered = own_block_stats(
         samples,
         tile_cells,
         tx,
@@ -541,6 +533,25 @@ fn encode_typed<T: TileSample>(samples: &[T], job: &TileJob<'_>) -> EncodedTile 
         has_coarser,
         |bx, by, stats| blocks.push((bx, by, stats)),
     );
+    // When the tile's blocks cover it, its statistics are theirs (same values, same
+    // arithmetic); a tile reaching past the grid also has padding samples to look at.
+    let whole_tile = || {
+        let (lo, hi) = samples
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                let v: f64 = v.into();
+                (lo.min(v), hi.max(v))
+            });
+        let error = if has_coarser {
+            error_against_coarser(samples, side)
+        } else {
+            0.0
+        };
+        (lo, hi, error)
+    };
+    debug_assert!(covered.is_none_or(|stats| stats == whole_tile()));
+    let (raw_lo, raw_hi, raw_error) = covered.unwrap_or_else(whole_tile);
+    let (a, b) = (raw_lo * scale + offset, raw_hi * scale + offset);
     let mut out = Vec::with_capacity(super::TILE_HEADER_LEN + side * side * T::TYPE.bytes());
     out.resize(super::TILE_HEADER_LEN, 0);
     T::extend_le(samples, &mut out);
@@ -565,7 +576,20 @@ fn encode_typed<T: TileSample>(samples: &[T], job: &TileJob<'_>) -> EncodedTile 
 /// mean of either diagonal's ends, whichever is farther, which bounds bilinear interpolation
 /// (the mean of both) and either triangulation of the coarse cell.
 pub(super) fn error_against_coarser<T: Copy + Into<f64>>(samples: &[T], side: usize) -> f64 {
-    let row = |j: usize| &samples[j * side..(j + 1) * side];
+    error_in_window(samples, side, (0, 0), side)
+}
+
+/// [`error_against_coarser`] of the `side × side` window at `origin` (column, row; both
+/// even, so the window's parity is the grid's) of a grid `stride` samples wide. Every
+/// sample's neighbours in the formula lie in the window, so a tile's error is the largest
+/// of its blocks' errors when the blocks cover it.
+pub(super) fn error_in_window<T: Copy + Into<f64>>(
+    samples: &[T],
+    stride: usize,
+    (x0, y0): (usize, usize),
+    side: usize,
+) -> f64 {
+    let row = |j: usize| &samples[(y0 + j) * stride + x0..(y0 + j) * stride + x0 + side];
     let value = |row: &[T], i: usize| -> f64 { row[i].into() };
     let mut error: f64 = 0.0;
     for j in (0..side).step_by(2) {

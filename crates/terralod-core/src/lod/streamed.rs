@@ -73,7 +73,8 @@ use super::{
 };
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
-use crate::tiles::source::{BlockBounds, TileKey, TileSource, blocks_across};
+use crate::tiles::level_blocks;
+use crate::tiles::source::{BlockBounds, TileKey, TileSource};
 use glam::Vec3;
 use std::time::Instant;
 
@@ -182,11 +183,11 @@ impl<S: TileSource> StreamedLod<S> {
         let header = source.header().clone();
         let block_cells = source.block_cells().max(2).next_power_of_two();
         let top = header.levels.len() - 1;
-        let (roots_x, roots_y) = blocks_across(&header.levels[top], block_cells);
+        let (roots_x, roots_y) = level_blocks(&header.levels[top], block_cells);
         let mut levels = Vec::with_capacity(header.levels.len());
         let mut offset = 0;
         for (level, grid) in header.levels.iter().enumerate() {
-            let (real_x, real_y) = blocks_across(grid, block_cells);
+            let (real_x, real_y) = level_blocks(grid, block_cells);
             let shift = (top - level) as u32;
             let shape = LevelShape {
                 across: roots_x << shift,

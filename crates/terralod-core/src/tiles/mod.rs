@@ -48,9 +48,7 @@ pub use import::{
 };
 pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
-pub use source::{
-    MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile, blocks_across,
-};
+pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile};
 
 use crate::io::WriteError;
 use std::path::PathBuf;

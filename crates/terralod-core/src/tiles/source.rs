@@ -8,16 +8,16 @@
 //! A block is `B` cells a side of one level (`B` a power of two, `2 ≤ B ≤ N`): block
 //! `(L, bx, by)` holds level-`L` samples `bx·B ..= bx·B + B` by `by·B ..= by·B + B` and lies
 //! in the tile `(bx·B / N, by·B / N)` of level `L` ([`block_tile`]). Level `L` has
-//! `⌈cells_L / B⌉` blocks a side ([`blocks_across`]); the roots are the blocks of the
+//! `⌈cells_L / B⌉` blocks a side ([`level_blocks`](super::level_blocks)); the roots are the blocks of the
 //! coarsest level. The bounds of a block ([`BlockBounds`]) follow `docs/TILES.md`'s per-tile
 //! error, restricted to the block, plus the accumulated error to full resolution.
 
 use super::TerrainHeader;
 pub use super::blocks::BlockBounds;
+use super::blocks::BlockIndex;
 pub use super::cache::TileKey;
-use super::format::{LevelGrid, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, level_grids};
+use super::format::{MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, level_grids};
 use crate::heightfield::Heightfield;
-use crate::lod::round_up;
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub trait TileSource {
     fn header(&self) -> &TerrainHeader;
     /// `B`: cells a block side.
     fn block_cells(&self) -> u32;
-    /// Bounds of an existing block (`bx`, `by` below [`blocks_across`]).
+    /// Bounds of an existing block (`bx`, `by` below [`level_blocks`](super::level_blocks)).
     fn block_bounds(&self, level: u32, bx: u32, by: u32) -> BlockBounds;
     /// The tile's samples as world heights ((N+1)² row-major), if resident; otherwise
     /// `None`, and the tile is requested (loaded in the background by the disk cache). Marks
@@ -35,12 +35,6 @@ pub trait TileSource {
     fn tile_heights(&mut self, key: TileKey) -> Option<Arc<[f32]>>;
     /// Called once at the start of every selection: integrates finished loads, evicts.
     fn begin_frame(&mut self);
-}
-
-/// Blocks across and down level `level` of a grid: `⌈cells / B⌉` per side, at least 1.
-pub fn blocks_across(grid: &LevelGrid, block_cells: u32) -> (u32, u32) {
-    let across = |samples: u32| (samples - 1).max(1).div_ceil(block_cells);
-    (across(grid.width), across(grid.height))
 }
 
 /// The tile holding block `(level, bx, by)` and the block's origin inside it (in samples).
@@ -125,7 +119,7 @@ impl Default for MemoryTilesOptions {
 
 /// A [`TileSource`] with every tile resident, cut from a heightfield at build exactly as
 /// `terralod import` cuts it (same levels, same padding by repetition, heights
-/// `raw · scale + offset` in `f64` rounded once to `f32`).
+/// [`WorldMapping::world_y`](crate::heightfield::WorldMapping::world_y), as the tile cache and every loaded algorithm compute them).
 ///
 /// Memory: every level's tiles as `f32`, about `4/3 · 4` bytes per sample (the levels
 /// sum to 4/3 of level 0), against 2 bytes per sample of a 16-bit field.
@@ -135,9 +129,8 @@ pub struct MemoryTiles {
     block_cells: u32,
     /// Per level, the tiles row-major (`ty * tiles_x + tx`).
     tiles: Vec<Vec<Arc<[f32]>>>,
-    /// Per level, the block bounds row-major (`by * blocks_x + bx`).
-    bounds: Vec<Vec<BlockBounds>>,
-    blocks_x: Vec<u32>,
+    /// Every block's bounds, as an import writes them.
+    index: BlockIndex,
     frames: u64,
 }
 
@@ -182,18 +175,12 @@ impl MemoryTiles {
                     .collect()
             })
             .collect();
-        let bounds = block_index(field, &header.levels, options.block_cells);
-        let blocks_x = header
-            .levels
-            .iter()
-            .map(|g| blocks_across(g, options.block_cells).0)
-            .collect();
+        let index = BlockIndex::from_heightfield(field, &header.levels, options.block_cells);
         MemoryTiles {
             header,
             block_cells: options.block_cells,
             tiles,
-            bounds,
-            blocks_x,
+            index,
             frames: 0,
         }
     }
@@ -206,7 +193,7 @@ impl MemoryTiles {
     /// Bytes of tiles and bounds held.
     pub fn memory_bytes(&self) -> usize {
         let tiles: usize = self.tiles.iter().flatten().map(|t| t.len() * 4).sum();
-        let bounds: usize = self.bounds.iter().map(Vec::len).sum();
+        let bounds: usize = self.index.levels.iter().map(|l| l.bounds.len()).sum();
         tiles + bounds * size_of::<BlockBounds>()
     }
 }
@@ -221,8 +208,7 @@ impl TileSource for MemoryTiles {
     }
 
     fn block_bounds(&self, level: u32, bx: u32, by: u32) -> BlockBounds {
-        let level = level as usize;
-        self.bounds[level][(by * self.blocks_x[level] + bx) as usize]
+        self.index.get(level, bx, by)
     }
 
     fn tile_heights(&mut self, (level, tx, ty): TileKey) -> Option<Arc<[f32]>> {
@@ -249,125 +235,22 @@ fn source_index(index: u64, level: u32, samples: u32) -> u32 {
 fn cut_tile(field: &Heightfield, n: u32, level: u32, tx: u32, ty: u32) -> Arc<[f32]> {
     let side = u64::from(n) + 1;
     let mapping = field.mapping();
-    let (scale, offset) = (
-        f64::from(mapping.height_scale),
-        f64::from(mapping.height_offset),
-    );
     let mut heights = Vec::with_capacity((side * side) as usize);
     for j in 0..side {
         let row = source_index(u64::from(ty) * u64::from(n) + j, level, field.height());
         for i in 0..side {
             let col = source_index(u64::from(tx) * u64::from(n) + i, level, field.width());
-            heights.push((f64::from(field.raw(col, row)) * scale + offset) as f32);
+            heights.push(mapping.world_y(field.raw(col, row)));
         }
     }
     heights.into()
-}
-
-/// The block bounds of every level (per level row-major), from the heightfield (brute
-/// force per block for the own error, bottom-up for the height range and the error to
-/// full resolution). Stands in for the block index the importer writes.
-fn block_index(field: &Heightfield, levels: &[LevelGrid], b: u32) -> Vec<Vec<BlockBounds>> {
-    let mapping = field.mapping();
-    let (scale, offset) = (
-        f64::from(mapping.height_scale),
-        f64::from(mapping.height_offset),
-    );
-    let coarsest = levels.len() - 1;
-    let mut out: Vec<Vec<BlockBounds>> = Vec::with_capacity(levels.len());
-    for (level, grid) in levels.iter().enumerate() {
-        let (nx, ny) = blocks_across(grid, b);
-        let level_u = level as u32;
-        let bounds: Vec<BlockBounds> = (0..nx * ny)
-            .into_par_iter()
-            .map(|i| {
-                let (bx, by) = (i % nx, i / nx);
-                let raw = |c: u32, r: u32| {
-                    f64::from(field.raw(
-                        source_index(u64::from(bx * b + c), level_u, field.width()),
-                        source_index(u64::from(by * b + r), level_u, field.height()),
-                    ))
-                };
-                let own_error = if level == coarsest {
-                    0.0
-                } else {
-                    round_up(own_raw_error(&raw, b) * scale.abs())
-                };
-                let (min_height, max_height, error_to_finest) = if level == 0 {
-                    let (lo, hi) = (0..=b).flat_map(|r| (0..=b).map(move |c| (c, r))).fold(
-                        (f64::INFINITY, f64::NEG_INFINITY),
-                        |(lo, hi), (c, r)| {
-                            let v = raw(c, r);
-                            (lo.min(v), hi.max(v))
-                        },
-                    );
-                    let (a, z) = (lo * scale + offset, hi * scale + offset);
-                    (round_down(a.min(z)), round_up(a.max(z)), 0.0)
-                } else {
-                    let finer = &out[level - 1];
-                    let (fx, fy) = blocks_across(&levels[level - 1], b);
-                    let mut acc = (f32::INFINITY, f32::NEG_INFINITY, 0.0f32);
-                    for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                        let (cx, cy) = (2 * bx + dx, 2 * by + dy);
-                        if cx < fx && cy < fy {
-                            let c = finer[(cy * fx + cx) as usize];
-                            let sum =
-                                round_up(f64::from(c.own_error) + f64::from(c.error_to_finest));
-                            acc = (
-                                acc.0.min(c.min_height),
-                                acc.1.max(c.max_height),
-                                acc.2.max(sum),
-                            );
-                        }
-                    }
-                    acc
-                };
-                BlockBounds {
-                    min_height,
-                    max_height,
-                    own_error,
-                    error_to_finest,
-                }
-            })
-            .collect();
-        out.push(bounds);
-    }
-    out
-}
-
-/// Largest raw distance between one of a block's samples (`raw(c, r)`, `0 ..= b` each) and
-/// the next coarser level's surface there: the tile error of docs/TILES.md over one block.
-fn own_raw_error(raw: &impl Fn(u32, u32) -> f64, b: u32) -> f64 {
-    let mut error: f64 = 0.0;
-    for r in 0..=b {
-        for c in 0..=b {
-            let h = raw(c, r);
-            let d = match (c % 2, r % 2) {
-                (0, 0) => 0.0,
-                (1, 0) => (h - 0.5 * (raw(c - 1, r) + raw(c + 1, r))).abs(),
-                (0, _) => (h - 0.5 * (raw(c, r - 1) + raw(c, r + 1))).abs(),
-                _ => {
-                    let falling = 0.5 * (raw(c - 1, r - 1) + raw(c + 1, r + 1));
-                    let rising = 0.5 * (raw(c + 1, r - 1) + raw(c - 1, r + 1));
-                    (h - falling).abs().max((h - rising).abs())
-                }
-            };
-            error = error.max(d);
-        }
-    }
-    error
-}
-
-/// The largest `f32` not above `x`.
-fn round_down(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) > x { f.next_down() } else { f }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::heightfield::{Samples, WorldMapping};
+    use crate::tiles::{LevelGrid, level_blocks};
 
     fn field(width: u32, height: u32, seed: u32) -> Heightfield {
         let values = (0..width * height)
@@ -392,7 +275,7 @@ mod tests {
         let m = f.mapping();
         let col = ((i << level).min(u64::from(f.width() - 1))) as u32;
         let row = ((j << level).min(u64::from(f.height() - 1))) as u32;
-        (f64::from(f.raw(col, row)) * f64::from(m.height_scale) + f64::from(m.height_offset)) as f32
+        m.world_y(f.raw(col, row))
     }
 
     #[test]
@@ -439,7 +322,7 @@ mod tests {
             tiles_x: 5,
             tiles_y: 1,
         };
-        assert_eq!(blocks_across(&grid, 4), (5, 1));
+        assert_eq!(level_blocks(&grid, 4), (5, 1));
         // Every block lies inside its tile: origin + B <= N.
         for bx in 0..32 {
             let ((_, tx, _), (x, _)) = block_tile(8, 2, 0, bx, 0);
@@ -474,7 +357,7 @@ mod tests {
     }
 
     /// The bounds of every block against brute force over its samples (both definitions
-    /// computed independently of `block_index`).
+    /// computed independently of `BlockIndex::from_heightfield`).
     #[test]
     fn block_bounds_match_brute_force() {
         for (w, h, n, b) in [(23, 14, 4, 2), (17, 17, 8, 4), (40, 9, 4, 4), (5, 5, 2, 2)] {
@@ -495,7 +378,7 @@ mod tests {
             let mut etf_prev: Vec<Vec<f64>> = Vec::new();
             for (level, grid) in levels.iter().enumerate() {
                 let l = level as u32;
-                let (nx, ny) = blocks_across(grid, b);
+                let (nx, ny) = level_blocks(grid, b);
                 let mut etf_here = Vec::new();
                 for by in 0..ny {
                     for bx in 0..nx {
@@ -546,7 +429,7 @@ mod tests {
                         let etf = if level == 0 {
                             0.0
                         } else {
-                            let (fx, fy) = blocks_across(&levels[level - 1], b);
+                            let (fx, fy) = level_blocks(&levels[level - 1], b);
                             let mut e: f64 = 0.0;
                             for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                                 let (cx, cy) = (2 * bx + dx, 2 * by + dy);
@@ -568,7 +451,7 @@ mod tests {
                 etf_prev.push(etf_here);
             }
             let top = levels.len() - 1;
-            let (nx, ny) = blocks_across(&levels[top], b);
+            let (nx, ny) = level_blocks(&levels[top], b);
             for by in 0..ny {
                 for bx in 0..nx {
                     assert_eq!(tiles.block_bounds(top as u32, bx, by).own_error, 0.0);
@@ -595,7 +478,7 @@ mod tests {
         for (level, grid) in levels.iter().enumerate().skip(1) {
             let l = level as u32;
             let s = 1i64 << l;
-            let (nx, ny) = blocks_across(grid, b);
+            let (nx, ny) = level_blocks(grid, b);
             for by in 0..ny {
                 for bx in 0..nx {
                     let bound = f64::from(tiles.block_bounds(l, bx, by).error_to_finest);

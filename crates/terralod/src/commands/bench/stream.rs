@@ -114,7 +114,14 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    report(args, dir, &header_line(tiled), &algorithm, &frames, defective)
+    report(
+        args,
+        dir,
+        &header_line(tiled),
+        &algorithm,
+        &frames,
+        defective,
+    )
 }
 
 fn header_line(tiled: &TiledTerrain) -> String {
@@ -170,7 +177,12 @@ fn report(
         "defective_frames": defective,
     });
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{header}, {} frames, tau = {} px", frames.len(), args.pixel_error)?;
+    writeln!(
+        out,
+        "{header}, {} frames, tau = {} px",
+        frames.len(),
+        args.pixel_error
+    )?;
     writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
     if let Some(path) = &args.json {
         let mut full = summary.clone();

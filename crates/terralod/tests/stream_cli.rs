@@ -1,0 +1,249 @@
+//! End-to-end tests of `--algo streamed` over an imported directory (issue 9): the commands
+//! stream its tiles through the tile cache instead of loading it, the settled mesh is the
+//! mesh of the same terrain held in memory, a flight passes the oracles, and a corrupt tile
+//! is reported once while its coarser level stands in.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn terralod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args(args)
+        .output()
+        .expect("the terralod binary runs")
+}
+
+/// Runs a command that must succeed; returns (stdout, stderr).
+fn ok(args: &[&str]) -> (String, String) {
+    let output = terralod(args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "terralod {args:?} failed: {stderr}"
+    );
+    (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+}
+
+fn last_json(stdout: &str) -> serde_json::Value {
+    let line = stdout.lines().last().expect("some output");
+    serde_json::from_str(line).expect("the last line is JSON")
+}
+
+const WIDTH: u32 = 129;
+const HEIGHT: u32 = 97;
+/// The mapping the directory is imported with (and the file is read with).
+const MAPPING: [&str; 6] = [
+    "--cell-size",
+    "4",
+    "--height-scale",
+    "1.5",
+    "--height-offset",
+    "-20",
+];
+/// What `MemoryTilesOptions::for_field` picks for a 129 x 97 field: 8-cell tiles and
+/// blocks, so the in-memory `streamed` and the imported directory cut the same blocks.
+const TILE_SIZE: &str = "8";
+
+/// A raw `f32` terrain with ridges at several scales, and its import; returns the file and
+/// the directory.
+fn terrain(dir: &Path) -> (PathBuf, PathBuf) {
+    let file = dir.join("terrain.f32");
+    let mut bytes = Vec::new();
+    for row in 0..HEIGHT {
+        for col in 0..WIDTH {
+            let (x, z) = (col as f32, row as f32);
+            let value = 60.0 * (x * 0.05).sin() * (z * 0.07).cos()
+                + 9.0 * (x * 0.31 + z * 0.17).sin()
+                + 2.0 * ((col * 7 + row * 3) % 5) as f32;
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    std::fs::write(&file, bytes).expect("writable");
+    let tiles = dir.join("tiles");
+    let mut import = vec![
+        "import",
+        file.to_str().expect("UTF-8"),
+        "--raw-size",
+        "129x97",
+        "--tile-size",
+        TILE_SIZE,
+        "--block-size",
+        TILE_SIZE,
+        "--out",
+        tiles.to_str().expect("UTF-8"),
+    ];
+    import.extend_from_slice(&MAPPING);
+    ok(&import);
+    (file, tiles)
+}
+
+const CAMERA: [&str; 8] = [
+    "--eye",
+    "-40,160,-40",
+    "--target",
+    "250,0,200",
+    "--fov-y",
+    "60",
+    "--size",
+    "320x240",
+];
+
+/// The settled streamed mesh of the directory is exactly the in-memory streamed mesh of the
+/// file: same tiles, same block bounds, same selection, vertex for vertex.
+#[test]
+fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, tiles) = terrain(dir.path());
+    let (from_file, from_dir) = (dir.path().join("file.obj"), dir.path().join("dir.obj"));
+
+    let mut args = vec![
+        "mesh",
+        file.to_str().expect("UTF-8"),
+        "--raw-size",
+        "129x97",
+        "--algo",
+        "streamed",
+        "--pixel-error",
+        "1",
+        "--out",
+        from_file.to_str().expect("UTF-8"),
+    ];
+    args.extend_from_slice(&MAPPING);
+    args.extend_from_slice(&CAMERA);
+    let in_memory = last_json(&ok(&args).0);
+
+    let mut args = vec![
+        "mesh",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--pixel-error",
+        "1",
+        "--cache-mb",
+        "1",
+        "--out",
+        from_dir.to_str().expect("UTF-8"),
+    ];
+    args.extend_from_slice(&CAMERA);
+    let streamed = last_json(&ok(&args).0);
+
+    assert_eq!(streamed["streamed"]["blocks_held_back"], 0, "{streamed}");
+    assert_eq!(in_memory["vertices"], streamed["vertices"]);
+    assert_eq!(in_memory["triangles"], streamed["triangles"]);
+    assert!(streamed["triangles"].as_u64().expect("a count") > 200);
+    let (a, b) = (
+        std::fs::read_to_string(&from_file).expect("written"),
+        std::fs::read_to_string(&from_dir).expect("written"),
+    );
+    assert!(a == b, "the two OBJ files differ");
+
+    // The directory keeps its mapping: mapping flags are refused, with the directory named.
+    args.extend_from_slice(&["--height-scale", "2"]);
+    let output = terralod(&args);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("keeps the mapping") && stderr.contains("tiles"),
+        "{stderr}"
+    );
+}
+
+/// A flight through a cache far smaller than the terrain: every checked frame is
+/// watertight, the measured error is reported, tiles are evicted, and the cache never
+/// holds more than its budget.
+#[test]
+fn a_streamed_flight_passes_the_oracles_within_its_budget() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let (stdout, _) = ok(&[
+        "bench",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--frames",
+        "12",
+        "--measure-every",
+        "4",
+        "--check",
+        "--pixel-error",
+        "2",
+        "--cache-mb",
+        "1",
+        "--loader-threads",
+        "1",
+    ]);
+    let summary = last_json(&stdout);
+    assert_eq!(summary["algorithm"], "streamed");
+    assert_eq!(summary["frames"], 12);
+    assert_eq!(summary["defective_frames"], 0, "{summary}");
+    assert_eq!(summary["measured_frames"], 3, "{summary}");
+    assert!(summary["measured_max_px"].as_f64().is_some(), "{summary}");
+    let cache = &summary["cache"];
+    assert_eq!(cache["failed_tiles"], 0);
+    assert!(cache["loads"].as_u64().expect("a count") > 0);
+    assert!(
+        cache["peak_resident_mb"].as_f64().expect("MiB") <= 1.0,
+        "{summary}"
+    );
+}
+
+/// A tile whose bytes were damaged on disk: the commands finish, name the tile once on
+/// stderr, and draw the coarser level there.
+#[test]
+fn a_corrupt_tile_is_reported_once_and_the_coarser_level_stands_in() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    // Level-0 tile (1, 1) lies under the camera's view; flip bytes in its payload.
+    let damaged = tiles.join("0/1/1.tile");
+    let mut bytes = std::fs::read(&damaged).expect("the tile exists");
+    let end = bytes.len() - 1;
+    for b in &mut bytes[end - 40..end] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&damaged, bytes).expect("writable");
+
+    let obj = dir.path().join("damaged.obj");
+    let mut args = vec![
+        "mesh",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--pixel-error",
+        "0.5",
+        "--out",
+        obj.to_str().expect("UTF-8"),
+    ];
+    args.extend_from_slice(&CAMERA);
+    let (stdout, stderr) = ok(&args);
+    let summary = last_json(&stdout);
+    let reports: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("coarser level stands in"))
+        .collect();
+    assert_eq!(reports.len(), 1, "{stderr}");
+    assert!(reports[0].contains("1.tile"), "{stderr}");
+    assert!(summary["triangles"].as_u64().expect("a count") > 100);
+    assert!(obj.is_file());
+
+    let (stdout, stderr) = ok(&[
+        "bench",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--frames",
+        "6",
+        "--check",
+        "--cache-mb",
+        "4",
+    ]);
+    let summary = last_json(&stdout);
+    assert_eq!(summary["defective_frames"], 0, "{summary}");
+    assert!(
+        stderr
+            .lines()
+            .filter(|l| l.contains("coarser level stands in"))
+            .count()
+            <= 1,
+        "{stderr}"
+    );
+}

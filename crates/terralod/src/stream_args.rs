@@ -1,13 +1,15 @@
 //! Flags and helpers of the commands that stream an imported directory through the tile
 //! cache (`--algo streamed` over a directory, issue 9) instead of loading it whole.
 
+use crate::terrain_args::{Terrain, TerrainArgs};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use terralod_core::Aabb;
 use terralod_core::Heightfield;
-use terralod_core::lod::{LodAlgorithm, LodOptions, StreamedLod, View};
+use terralod_core::lod::{LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedLod, View};
 use terralod_core::tiles::{TileCache, TiledTerrain};
 
 /// The tile cache of a streamed directory.
@@ -32,6 +34,7 @@ pub fn streams<'a>(file: Option<&'a Path>, algorithm: &str) -> Option<&'a Path> 
 }
 
 /// An opened directory: the tiles, and a coarse level of it for planning cameras.
+#[derive(Debug)]
 pub struct StreamedTerrain {
     pub tiled: Arc<TiledTerrain>,
     /// The finest level of at most 4 M samples (its own mapping, cells `2^level` wide):
@@ -75,14 +78,95 @@ impl StreamedTerrain {
         &self,
         args: &StreamArgs,
         options: LodOptions,
-    ) -> anyhow::Result<StreamedLod<TileCache>> {
+    ) -> anyhow::Result<ReportingStream> {
         let cache = TileCache::new(
             self.tiled.clone(),
             u64::from(args.cache_mb) << 20,
             args.loader_threads as usize,
         )
         .with_context(|| format!("starting the tile cache of {}", self.tiled.dir().display()))?;
-        Ok(StreamedLod::new(cache, options))
+        Ok(ReportingStream(StreamedLod::new(cache, options)))
+    }
+}
+
+/// What a drawing command (`render`, `view`) draws: an imported directory it streams
+/// (`--algo streamed` over a directory), or a terrain loaded whole.
+pub enum DrawnTerrain {
+    Streamed(StreamedTerrain),
+    Loaded(Terrain),
+}
+
+impl DrawnTerrain {
+    /// Streams `args.file` when it is a directory and `algorithm` is `streamed`, else loads.
+    pub fn open(args: &TerrainArgs, algorithm: &str) -> anyhow::Result<DrawnTerrain> {
+        Ok(match streams(args.file.as_deref(), algorithm) {
+            Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args.mapping_given())?),
+            None => DrawnTerrain::Loaded(args.load()?),
+        })
+    }
+
+    /// The field the renderer, the cameras and the loaded algorithms use: the whole terrain,
+    /// or a streamed directory's planning level (the streamed slots carry the drawn heights).
+    pub fn field(&self) -> &Heightfield {
+        match self {
+            DrawnTerrain::Streamed(s) => &s.plan,
+            DrawnTerrain::Loaded(t) => &t.heightfield,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            DrawnTerrain::Streamed(s) => s.tiled.dir().display().to_string(),
+            DrawnTerrain::Loaded(t) => t.name.clone(),
+        }
+    }
+
+    pub fn streamed(&self) -> Option<&StreamedTerrain> {
+        match self {
+            DrawnTerrain::Streamed(s) => Some(s),
+            DrawnTerrain::Loaded(_) => None,
+        }
+    }
+}
+
+/// The streamed algorithm over a tile cache, as a plain [`LodAlgorithm`] for the viewer
+/// and the renderer: before each selection it prints, once each, the tiles that failed to
+/// load since the last one (the coarser level stands in for them).
+#[derive(Debug)]
+pub struct ReportingStream(pub StreamedLod<TileCache>);
+
+impl ReportingStream {
+    fn report(&mut self) {
+        for report in self.0.source_mut().take_reports() {
+            eprintln!("{report}; the coarser level stands in");
+        }
+    }
+}
+
+impl LodAlgorithm for ReportingStream {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn select(&mut self, view: &View) -> Selection<'_> {
+        self.report();
+        self.0.select(view)
+    }
+
+    fn stats(&self) -> &SelectionStats {
+        self.0.stats()
+    }
+
+    fn state_bytes(&self) -> usize {
+        self.0.state_bytes()
+    }
+
+    fn error_bounded(&self) -> bool {
+        self.0.error_bounded()
+    }
+
+    fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
+        self.0.drawn_boxes(out);
     }
 }
 
@@ -93,7 +177,7 @@ pub const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 /// so a single image or export shows the data the view asks for; gives up after `limit`.
 /// Failed tiles are reported once each on stderr. Returns the number of selections made.
 pub fn settle(
-    algorithm: &mut StreamedLod<TileCache>,
+    algorithm: &mut ReportingStream,
     view: &View,
     limit: Duration,
 ) -> anyhow::Result<u32> {
@@ -102,17 +186,15 @@ pub fn settle(
     loop {
         algorithm.select(view);
         selections += 1;
-        for report in algorithm.source_mut().take_reports() {
-            eprintln!("{report}; the coarser level stands in");
-        }
-        if algorithm.source().pending_loads() == 0 {
+        algorithm.report();
+        if algorithm.0.source().pending_loads() == 0 {
             return Ok(selections);
         }
         if start.elapsed() > limit {
             bail!(
                 "tiles still loading after {:.0} s ({} pending)",
                 limit.as_secs_f64(),
-                algorithm.source().pending_loads()
+                algorithm.0.source().pending_loads()
             );
         }
         std::thread::sleep(Duration::from_millis(2));

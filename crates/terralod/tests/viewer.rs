@@ -193,3 +193,76 @@ fn a_missing_display_is_one_clear_error() {
         "{stderr}"
     );
 }
+
+/// `view DIR --algo streamed` streams an imported directory through the tile cache while
+/// the window draws (no frame waits for it) and shows terrain.
+#[test]
+fn the_viewer_streams_an_imported_directory() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let terrain = terrain(dir.path());
+    let tiles = dir.path().join("tiles");
+    let tiles_text = tiles.to_str().expect("a UTF-8 temporary path");
+    let output = Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args([
+            "import",
+            &terrain,
+            "--raw-size",
+            "257x257",
+            "--cell-size",
+            "30",
+        ])
+        .args([
+            "--tile-size",
+            "32",
+            "--block-size",
+            "8",
+            "--out",
+            tiles_text,
+        ])
+        .output()
+        .expect("terralod import runs");
+    assert!(output.status.success(), "{output:?}");
+    let shot = dir.path().join("shot.png");
+    let shot_text = shot.to_str().expect("a UTF-8 temporary path");
+    let Some(output) = run_viewer(&[
+        "view",
+        tiles_text,
+        "--algo",
+        "streamed",
+        "--cache-mb",
+        "2",
+        "--frames",
+        "30",
+        "--no-hud",
+        "--screenshot",
+        shot_text,
+        "--size",
+        "320x240",
+    ]) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stderr.contains("no GPU adapter") {
+        skip(&format!("no GPU adapter: {}", stderr.trim()));
+        return;
+    }
+    assert!(output.status.success(), "the viewer failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| panic!("a JSON summary in: {stdout}"));
+    assert_eq!(summary["algorithm"], "streamed", "{summary}");
+    assert_eq!(summary["frames"], 30, "{summary}");
+    assert!(
+        summary["triangles"].as_u64().is_some_and(|t| t > 100),
+        "{summary}"
+    );
+    let image = image::open(&shot)
+        .expect("the screenshot is a PNG")
+        .to_rgba8();
+    let (sky, other) = sky_and_other(&image, 0..320);
+    let all = 320 * 240;
+    assert!(sky > all / 20, "sky in {sky} of {all} pixels");
+    assert!(other > all / 5, "terrain in {other} of {all} pixels");
+}

@@ -183,8 +183,8 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
     let mesh = selection
         .to_mesh_from_pool()
         .context("the streamed selection draws from its pool")?;
-    let stream = *algorithm.stream_stats();
-    let cache = algorithm.source().stats();
+    let stream = *algorithm.0.stream_stats();
+    let cache = algorithm.0.source().stats();
     Ok(Selected {
         mesh,
         stats: *algorithm.stats(),

@@ -4,7 +4,7 @@
 use crate::camera_args::CameraArgs;
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
-use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
+use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, settle};
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -47,17 +47,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
     // `--algo streamed` over an imported directory streams it; the renderer and the default
     // camera then take a coarse level of it (the slots carry the drawn heights).
-    let streamed = streams(args.terrain.file.as_deref(), entry.name)
-        .map(|dir| StreamedTerrain::open(dir, args.terrain.mapping_given()))
-        .transpose()?;
-    let loaded;
-    let (field, terrain_name) = match &streamed {
-        Some(s) => (&s.plan, s.tiled.dir().display().to_string()),
-        None => {
-            loaded = args.terrain.load()?;
-            (&loaded.heightfield, loaded.name.clone())
-        }
-    };
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
+    let (field, terrain_name) = (terrain.field(), terrain.name());
+    let streamed = terrain.streamed();
     let camera = args.camera.camera_or_default(field)?;
     let lod_camera = args.look.frozen.camera(&camera)?;
     let view = args
@@ -76,7 +68,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
 
     let pyramid = Pyramid::build(field);
-    let mut algorithm: Box<dyn LodAlgorithm + '_> = match &streamed {
+    let mut algorithm: Box<dyn LodAlgorithm + '_> = match streamed {
         Some(terrain) => {
             let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
             // A still image waits for the tiles its view asks for.

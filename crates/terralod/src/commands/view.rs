@@ -5,6 +5,7 @@ use crate::camera_args::CameraArgs;
 use crate::commands::render::{check_png, load_texture};
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
+use crate::stream_args::{DrawnTerrain, StreamArgs};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use crate::viewer::{self, DebugViews, LodControls, ViewerConfig};
 use anyhow::Context;
@@ -48,6 +49,9 @@ pub struct ViewArgs {
     /// PNG for screenshots: the last frame with --frames, else each P press.
     #[arg(long, value_name = "FILE")]
     pub screenshot: Option<PathBuf>,
+    /// The tile cache, for `--algo streamed` over an imported directory.
+    #[command(flatten)]
+    pub stream: StreamArgs,
 }
 
 pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
@@ -57,8 +61,11 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     }
     let event_loop = viewer::open_display()?;
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
-    let terrain = args.terrain.load()?;
-    let field = &terrain.heightfield;
+    // `--algo streamed` over an imported directory streams it: the viewer then holds only
+    // its planning level, and the other algorithms (switched to live) draw that level.
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
+    let (field, terrain_name) = (terrain.field(), terrain.name());
+    let streamed = terrain.streamed();
     let camera = args.camera.camera_or_default(field)?;
     let frozen = args.look.frozen.camera(&camera)?;
     // Checks the flags' combination once (both bounds, --no-cull with --max-error, τ > 0).
@@ -82,7 +89,8 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     let config = ViewerConfig {
         field,
         pyramid: &pyramid,
-        terrain_name: terrain.name.clone(),
+        streamed: streamed.map(|s| (s, &args.stream)),
+        terrain_name,
         texture,
         options: args.lod.options(),
         controls,

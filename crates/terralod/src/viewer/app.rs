@@ -84,6 +84,22 @@ impl std::fmt::Debug for App<'_> {
     }
 }
 
+/// Builds registry entry `index`: `streamed` over the tile cache of the streamed directory
+/// when the viewer streams one, every other entry (and `streamed` otherwise) over the loaded
+/// field.
+fn build_algorithm<'a>(
+    config: &ViewerConfig<'a>,
+    index: usize,
+) -> anyhow::Result<Box<dyn LodAlgorithm + 'a>> {
+    let entry = &REGISTRY[index];
+    match config.streamed {
+        Some((terrain, args)) if entry.name == "streamed" => {
+            Ok(Box::new(terrain.algorithm(args, config.options)?))
+        }
+        _ => Ok((entry.build)(config.field, config.pyramid, &config.options)),
+    }
+}
+
 /// The fly camera at the configured start, its speed scaled to the terrain: crossing it
 /// takes about 20 s, and the wheel reaches a walk and a fast jet from there.
 fn start_camera(config: &ViewerConfig<'_>) -> FlyCamera {
@@ -102,12 +118,12 @@ fn start_camera(config: &ViewerConfig<'_>) -> FlyCamera {
 }
 
 impl<'a> App<'a> {
-    pub fn new(config: ViewerConfig<'a>) -> App<'a> {
+    pub fn new(config: ViewerConfig<'a>) -> anyhow::Result<App<'a>> {
         let controls = config.controls.clone();
         let built = controls.algorithm();
-        let algorithm = (REGISTRY[built].build)(config.field, config.pyramid, &config.options);
+        let algorithm = build_algorithm(&config, built)?;
         let fly = start_camera(&config);
-        App {
+        Ok(App {
             algorithm,
             built,
             views: config.views,
@@ -129,7 +145,7 @@ impl<'a> App<'a> {
             lines: DebugLines::new(),
             error: None,
             config,
-        }
+        })
     }
 
     /// The run's outcome once the event loop has returned.
@@ -307,15 +323,16 @@ impl<'a> App<'a> {
     }
 
     /// Rebuilds the algorithm when the controls chose another one.
-    fn sync_algorithm(&mut self) {
+    fn sync_algorithm(&mut self, event_loop: &ActiveEventLoop) {
         let wanted = self.controls.algorithm();
         if wanted != self.built {
-            self.algorithm = (REGISTRY[wanted].build)(
-                self.config.field,
-                self.config.pyramid,
-                &self.config.options,
-            );
-            self.built = wanted;
+            match build_algorithm(&self.config, wanted) {
+                Ok(algorithm) => {
+                    self.algorithm = algorithm;
+                    self.built = wanted;
+                }
+                Err(error) => self.fail(event_loop, error),
+            }
         }
     }
 
@@ -493,7 +510,7 @@ impl<'a> App<'a> {
         for action in actions {
             self.apply(action, event_loop);
         }
-        self.sync_algorithm();
+        self.sync_algorithm(event_loop);
         if let Some(wanted) = self.config.frames {
             if self.frames_drawn >= wanted {
                 event_loop.exit();
@@ -532,7 +549,7 @@ impl<'a> App<'a> {
                     && let Some(action) = action_for_key(key)
                 {
                     self.apply(action, event_loop);
-                    self.sync_algorithm();
+                    self.sync_algorithm(event_loop);
                 }
                 return;
             }

@@ -17,6 +17,7 @@ pub mod frame_times;
 pub mod hud;
 pub mod surface;
 
+use crate::stream_args::{StreamArgs, StreamedTerrain};
 use anyhow::Context;
 use glam::Vec3;
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub use controls::{DebugViews, LodControls};
 pub struct ViewerConfig<'a> {
     pub field: &'a Heightfield,
     pub pyramid: &'a Pyramid,
+    /// An imported directory `view DIR --algo streamed` streams: the `streamed` entry then
+    /// runs over its tile cache, and `field` is its planning level (what the other
+    /// algorithms, the renderer's normals and the terrain following use).
+    pub streamed: Option<(&'a StreamedTerrain, &'a StreamArgs)>,
     /// For the window title and the HUD.
     pub terrain_name: String,
     /// A colour image laid over the terrain.
@@ -84,7 +89,7 @@ pub fn open_display() -> anyhow::Result<EventLoop<()>> {
 
 /// Opens the window and runs until it is closed (or `frames` are drawn).
 pub fn run(event_loop: EventLoop<()>, config: ViewerConfig<'_>) -> anyhow::Result<ViewerReport> {
-    let mut viewer = app::App::new(config);
+    let mut viewer = app::App::new(config)?;
     event_loop
         .run_app(&mut viewer)
         .context("the window's event loop failed")?;

@@ -66,7 +66,8 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         (None, None) => path::default_path(plan, args.frames as usize),
     };
     let cameras = cameras(args, plan, &poses)?;
-    let mut algorithm = terrain.algorithm(&args.stream, args.algorithm.options())?;
+    // Reports go through the progress bar here, not `ReportingStream`'s plain lines.
+    let mut algorithm = terrain.algorithm(&args.stream, args.algorithm.options())?.0;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());
     let mut defective = args.check.then_some(0usize);

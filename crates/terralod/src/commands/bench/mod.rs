@@ -47,6 +47,10 @@ pub struct BenchArgs {
     /// one frame every 1/--fps seconds: a real-time flight.
     #[arg(long, value_name = "UNITS_PER_S", value_parser = crate::terrain_args::parse_positive)]
     pub speed: Option<f32>,
+    /// Height of a --speed flight above the highest ground a little ahead, in world units
+    /// (default: 0.5 % of the terrain's span plus 2 % of its height range).
+    #[arg(long, requires = "speed", value_parser = crate::terrain_args::parse_positive)]
+    pub altitude: Option<f32>,
     /// Frames per second of a --speed flight.
     #[arg(long, default_value_t = 60.0, value_parser = crate::terrain_args::parse_positive)]
     pub fps: f32,
@@ -196,9 +200,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let field = &terrain.heightfield;
     let poses = match (&args.path, args.speed) {
         (Some(path), _) => path::read_path(path)?,
-        (None, Some(speed)) => {
-            path::constant_speed_flight(field, args.frames as usize, speed / args.fps)
-        }
+        (None, Some(speed)) => path::constant_speed_flight(
+            field,
+            args.frames as usize,
+            speed / args.fps,
+            args.altitude,
+        ),
         (None, None) => path::default_path(field, args.frames as usize),
     };
     let (pyramid, pyramid_ms) = timed(|| Pyramid::build(field));

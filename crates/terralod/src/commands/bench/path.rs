@@ -99,14 +99,20 @@ pub fn default_path(field: &Heightfield, frames: usize) -> Vec<Pose> {
 
 /// `frames` poses of a low flight at a constant speed: `step` world units per frame along an
 /// ellipse inscribed in the terrain (radii 40 % of its width and depth, so any number of
-/// frames fits on any terrain), following the ground at the default path's clearance and
-/// looking ahead along the flight. `terralod bench --speed V --fps F` flies it with
-/// `step = V / F`: a real-time flight, where the default path is a tour.
-pub fn constant_speed_flight(field: &Heightfield, frames: usize, step: f32) -> Vec<Pose> {
+/// frames fits on any terrain), `altitude` above the highest ground a little ahead (`None`:
+/// the default path's clearance, which grows with the terrain's span) and looking ahead
+/// along the flight. `terralod bench --speed V --fps F` flies it with `step = V / F`: a
+/// real-time flight, where the default path is a tour.
+pub fn constant_speed_flight(
+    field: &Heightfield,
+    frames: usize,
+    step: f32,
+    altitude: Option<f32>,
+) -> Vec<Pose> {
     let (w, d) = field.world_size();
     let (lo, hi) = field.world_range();
     let span = w.max(d);
-    let clearance = 0.005 * span + 0.02 * (hi - lo);
+    let clearance = altitude.unwrap_or(0.005 * span + 0.02 * (hi - lo));
     let ground = |x: f32, z: f32| height_at(field, x, z).unwrap_or(lo);
     let (rx, rz) = (0.4 * w, 0.4 * d);
     let at = |angle: f32| Vec3::new(0.5 * w + rx * angle.cos(), 0.0, 0.5 * d + rz * angle.sin());
@@ -194,9 +200,9 @@ mod tests {
         })
         .unwrap();
         let step = 25.0;
-        let path = constant_speed_flight(&field, 400, step);
+        let path = constant_speed_flight(&field, 400, step, None);
         assert_eq!(path.len(), 400);
-        assert_eq!(path, constant_speed_flight(&field, 400, step));
+        assert_eq!(path, constant_speed_flight(&field, 400, step, None));
         let (w, d) = field.world_size();
         for pair in path.windows(2) {
             let (a, b) = (Vec3::from(pair[0].eye), Vec3::from(pair[1].eye));
@@ -212,6 +218,15 @@ mod tests {
             let ground = height_at(&field, eye.x, eye.z).expect("inside the terrain");
             assert!(eye.y > ground, "frame {i} is underground");
             assert_ne!(pose.eye, pose.target);
+        }
+        // A given altitude: that far above the highest ground ahead, so at least that far
+        // above the ground below, and the same track.
+        let low = constant_speed_flight(&field, 400, step, Some(7.0));
+        for (pose, default) in low.iter().zip(&path) {
+            let eye = Vec3::from(pose.eye);
+            let ground = height_at(&field, eye.x, eye.z).expect("inside the terrain");
+            assert!(eye.y >= ground + 7.0 - 1e-3, "{} over {ground}", eye.y);
+            assert_eq!((pose.eye[0], pose.eye[2]), (default.eye[0], default.eye[2]));
         }
     }
 }

@@ -11,6 +11,7 @@ use anyhow::Context;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
+use std::time::{Duration, Instant};
 use terralod_core::lod::{LodAlgorithm, StreamedLod, View};
 use terralod_core::tiles::{TileCache, TiledTerrain};
 use terralod_testkit::{check_mesh, measure_error};
@@ -61,7 +62,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     let poses = match (&args.path, args.speed) {
         (Some(file), _) => path::read_path(file)?,
         (None, Some(speed)) => {
-            path::constant_speed_flight(plan, args.frames as usize, speed / args.fps)
+            path::constant_speed_flight(plan, args.frames as usize, speed / args.fps, args.altitude)
         }
         (None, None) => path::default_path(plan, args.frames as usize),
     };
@@ -71,7 +72,20 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());
     let mut defective = args.check.then_some(0usize);
+    // A --speed flight runs in real time: frame i starts no earlier than i / fps after the
+    // first, so the loaders get the wall time a real flight gives them (unpaced, the whole
+    // flight would pass in a fraction of a second and every tile would look late).
+    let frame_time = args
+        .speed
+        .map(|_| Duration::from_secs_f64(1.0 / f64::from(args.fps)));
+    let start = Instant::now();
     for (i, camera) in cameras.iter().enumerate() {
+        if let Some(frame_time) = frame_time
+            && let Some(wait) =
+                (start + frame_time * i as u32).checked_duration_since(Instant::now())
+        {
+            std::thread::sleep(wait);
+        }
         let view = View::screen(*camera, args.pixel_error)?;
         let selection = algorithm.select(&view);
         let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
@@ -154,6 +168,7 @@ fn report(
         "frames": frames.len(),
         "pixel_error": args.pixel_error,
         "cache_mb": args.stream.cache_mb,
+        "paced_fps": args.speed.map(|_| args.fps),
         "select_ms": spread(|f| f.select_ms),
         "triangles": spread(|f| f.triangles as f64),
         "blocks_drawn": spread(|f| f.blocks_drawn as f64),

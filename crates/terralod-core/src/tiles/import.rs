@@ -191,25 +191,36 @@ pub fn import_source(
         block_cells,
     };
     let mut results: Vec<TileResult> = Vec::with_capacity(jobs.len());
-    for batch in jobs.chunks(SYNC_BATCH) {
-        let written = batch
-            .par_iter()
-            .map(|&(level, tx, ty)| {
-                let grid = &levels[level as usize];
-                let (bytes, blocks) =
-                    encode_tile(field, shape, grid, level, tx, ty, level < coarsest)?;
-                let range = tile_range(&bytes);
-                let path = tile_path(dir, level, tx, ty);
-                let file = write_unsynced(&path, &bytes)?;
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                Ok(((level, range, blocks), (path, file)))
-            })
-            .collect::<Result<Vec<(TileResult, (PathBuf, File))>, TileError>>()?;
-        let (batch_results, files): (Vec<TileResult>, Vec<(PathBuf, File)>) =
-            written.into_iter().unzip();
-        sync_all(&files)?;
-        results.extend(batch_results);
-    }
+    // Each batch is synced on a thread of its own while the next batch is encoded (the
+    // cores would otherwise idle while the disk commits); every sync has finished before
+    // the directories are synced and the index and header written.
+    std::thread::scope(|scope| {
+        let mut syncing: Option<std::thread::ScopedJoinHandle<'_, Result<(), TileError>>> = None;
+        for batch in jobs.chunks(SYNC_BATCH) {
+            let written = batch
+                .par_iter()
+                .map(|&(level, tx, ty)| {
+                    let grid = &levels[level as usize];
+                    let (bytes, blocks) =
+                        encode_tile(field, shape, grid, level, tx, ty, level < coarsest)?;
+                    let range = tile_range(&bytes);
+                    let path = tile_path(dir, level, tx, ty);
+                    let file = write_unsynced(&path, &bytes)?;
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                    Ok(((level, range, blocks), (path, file)))
+                })
+                .collect::<Result<Vec<(TileResult, (PathBuf, File))>, TileError>>();
+            // The previous batch's sync is waited for even when this batch failed.
+            if let Some(handle) = syncing.take() {
+                join_sync(handle)?;
+            }
+            let (batch_results, files): (Vec<TileResult>, Vec<(PathBuf, File)>) =
+                written?.into_iter().unzip();
+            syncing = Some(scope.spawn(move || sync_all(&files)));
+            results.extend(batch_results);
+        }
+        syncing.map_or(Ok(()), join_sync)
+    })?;
     let mut directories: Vec<PathBuf> = Vec::new();
     for (level, grid) in levels.iter().enumerate() {
         let level_dir = dir.join(level.to_string());
@@ -276,6 +287,20 @@ fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<File, TileError> {
     Ok(file)
 }
 
+/// The outcome of a sync thread (a panic in it becomes an I/O error, not a panic here).
+fn join_sync(
+    handle: std::thread::ScopedJoinHandle<'_, Result<(), TileError>>,
+) -> Result<(), TileError> {
+    handle.join().unwrap_or_else(|_| Err(sync_panicked()))
+}
+
+fn sync_panicked() -> TileError {
+    TileError::Io {
+        path: PathBuf::new(),
+        source: std::io::Error::other("a sync thread panicked"),
+    }
+}
+
 /// Syncs every file (or directory) on up to [`SYNC_THREADS`] threads at once, so that the
 /// file system commits them together.
 fn sync_all(files: &[(PathBuf, File)]) -> Result<(), TileError> {
@@ -298,14 +323,7 @@ fn sync_all(files: &[(PathBuf, File)]) -> Result<(), TileError> {
                 })
             })
             .collect();
-        handles.into_iter().try_for_each(|handle| {
-            handle.join().unwrap_or_else(|_| {
-                Err(TileError::Io {
-                    path: PathBuf::new(),
-                    source: std::io::Error::other("a sync thread panicked"),
-                })
-            })
-        })
+        handles.into_iter().try_for_each(join_sync)
     })
 }
 

@@ -6,7 +6,7 @@
 //! the block's samples ([`own_block_stats`]), then one cheap bottom-up pass over the blocks
 //! ([`BlockIndex::from_own_stats`]) gives the full-resolution range and `error_to_finest`.
 
-use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, corrupt};
+use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_sealed, corrupt};
 use super::import::{error_against_coarser, error_in_window};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping};
@@ -359,24 +359,12 @@ impl BlockIndex {
                 supported: FORMAT_VERSION,
             });
         }
-        let expected_len = Self::encoded_len(header);
-        if bytes.len() as u64 != expected_len {
-            return Err(corrupt(
-                path,
-                Corruption::Length {
-                    expected: expected_len,
-                    actual: bytes.len() as u64,
-                },
-            ));
-        }
-        let body = &bytes[..bytes.len() - 4];
-        let (stored, computed) = (word(body.len()), crc32fast::hash(body));
-        if stored != computed {
-            return Err(corrupt(
-                path,
-                Corruption::PayloadChecksum { stored, computed },
-            ));
-        }
+        check_sealed(
+            path,
+            bytes,
+            Self::encoded_len(header),
+            |stored, computed| Corruption::PayloadChecksum { stored, computed },
+        )?;
         let fields = [
             ("block size", word(12), header.block_cells),
             ("level count", word(16), header.levels.len() as u32),

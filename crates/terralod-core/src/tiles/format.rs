@@ -219,24 +219,9 @@ impl TerrainHeader {
         let level_count = word(5);
         let expected_len =
             HEADER_FIXED_LEN as u64 + u64::from(level_count) * LEVEL_RECORD_LEN as u64 + 4;
-        if bytes.len() as u64 != expected_len {
-            return Err(corrupt(
-                path,
-                Corruption::Length {
-                    expected: expected_len,
-                    actual: bytes.len() as u64,
-                },
-            ));
-        }
-        let body = &bytes[..bytes.len() - 4];
-        let stored = u32_at(bytes, body.len());
-        let computed = crc32fast::hash(body);
-        if stored != computed {
-            return Err(corrupt(
-                path,
-                Corruption::HeaderChecksum { stored, computed },
-            ));
-        }
+        check_sealed(path, bytes, expected_len, |stored, computed| {
+            Corruption::HeaderChecksum { stored, computed }
+        })?;
         let sample_type = SampleType::from_code(word(1)).ok_or_else(|| TileError::OutOfRange {
             path: path_buf(),
             what: "sample type code",
@@ -482,6 +467,31 @@ fn check_range(
             max: u64::from(max),
         })
     }
+}
+
+/// Checks a whole file of `bytes` that ends in the CRC-32 of everything before it: first its
+/// length against `expected`, then the checksum (`mismatch` names which one failed).
+pub(super) fn check_sealed(
+    path: &Path,
+    bytes: &[u8],
+    expected: u64,
+    mismatch: impl FnOnce(u32, u32) -> Corruption,
+) -> Result<(), TileError> {
+    if bytes.len() as u64 != expected || bytes.len() < 4 {
+        return Err(corrupt(
+            path,
+            Corruption::Length {
+                expected,
+                actual: bytes.len() as u64,
+            },
+        ));
+    }
+    let body = &bytes[..bytes.len() - 4];
+    let (stored, computed) = (u32_at(bytes, body.len()), crc32fast::hash(body));
+    if stored != computed {
+        return Err(corrupt(path, mismatch(stored, computed)));
+    }
+    Ok(())
 }
 
 pub(super) fn corrupt(path: &Path, reason: Corruption) -> TileError {

@@ -6,7 +6,7 @@
 //! the block's samples ([`own_block_stats`]), then one cheap bottom-up pass over the blocks
 //! ([`BlockIndex::from_own_stats`]) gives the full-resolution range and `error_to_finest`.
 
-use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_sealed, corrupt};
+use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_fields, check_sealed};
 use super::import::{error_against_coarser, error_in_window};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping};
@@ -370,18 +370,7 @@ impl BlockIndex {
             ("level count", word(16), header.levels.len() as u32),
             ("reserved", word(20), 0),
         ];
-        for (field, stored, expected) in fields {
-            if stored != expected {
-                return Err(corrupt(
-                    path,
-                    Corruption::Field {
-                        field,
-                        stored: u64::from(stored),
-                        expected: u64::from(expected),
-                    },
-                ));
-            }
-        }
+        check_fields(path, &fields)?;
         let mut at = BLOCKS_FIXED_LEN + header.levels.len() * BLOCKS_LEVEL_LEN;
         let coarsest = header.levels.len() - 1;
         let mut levels = Vec::with_capacity(header.levels.len());

@@ -386,18 +386,7 @@ impl TileHeader {
             ("tile row", word(4), expected.ty),
             ("side", word(5), expected.side),
         ];
-        for (field, stored, expected) in fields {
-            if stored != expected {
-                return Err(corrupt(
-                    path,
-                    Corruption::Field {
-                        field,
-                        stored: u64::from(stored),
-                        expected: u64::from(expected),
-                    },
-                ));
-            }
-        }
+        check_fields(path, &fields)?;
         let reserved = &bytes[48..TILE_HEADER_LEN - 4];
         if reserved.iter().any(|&b| b != 0) {
             return Err(corrupt(
@@ -466,6 +455,27 @@ fn check_range(
             min: u64::from(min),
             max: u64::from(max),
         })
+    }
+}
+
+/// Checks stored fields against what the reader expects: `(name, stored, expected)`.
+pub(super) fn check_fields(
+    path: &Path,
+    fields: &[(&'static str, u32, u32)],
+) -> Result<(), TileError> {
+    match fields
+        .iter()
+        .find(|(_, stored, expected)| stored != expected)
+    {
+        Some(&(field, stored, expected)) => Err(corrupt(
+            path,
+            Corruption::Field {
+                field,
+                stored: u64::from(stored),
+                expected: u64::from(expected),
+            },
+        )),
+        None => Ok(()),
     }
 }
 

@@ -75,6 +75,23 @@ fn run_viewer(args: &[&str]) -> Option<Output> {
     Some(child.wait_with_output().expect("the viewer's output"))
 }
 
+/// The JSON summary of a successful run; `None` (skipped) when there is no GPU adapter.
+fn summary(output: &Output) -> Option<serde_json::Value> {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stderr.contains("no GPU adapter") {
+        skip(&format!("no GPU adapter: {}", stderr.trim()));
+        return None;
+    }
+    assert!(output.status.success(), "the viewer failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Some(
+        stdout
+            .lines()
+            .find_map(|line| serde_json::from_str(line).ok())
+            .unwrap_or_else(|| panic!("a JSON summary in: {stdout}")),
+    )
+}
+
 fn terrain(dir: &Path) -> String {
     let path = dir.join("terrain.f32");
     let path_text = path.to_str().expect("a UTF-8 temporary path").to_owned();
@@ -132,21 +149,13 @@ fn viewer_draws_frames_and_saves_a_screenshot_of_terrain_and_sky() {
     ]) else {
         return;
     };
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() && stderr.contains("no GPU adapter") {
-        skip(&format!("no GPU adapter: {}", stderr.trim()));
+    let Some(summary) = summary(&output) else {
         return;
-    }
-    assert!(output.status.success(), "the viewer failed: {stderr}");
+    };
     eprintln!(
         "viewer: 20 frames in {:.1} s (start-up included)",
         start.elapsed().as_secs_f64()
     );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let summary: serde_json::Value = stdout
-        .lines()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| panic!("a JSON summary in: {stdout}"));
     assert_eq!(summary["frames"], 20, "{summary}");
     assert!(
         summary["triangles"].as_u64().is_some_and(|t| t > 100),
@@ -241,17 +250,9 @@ fn the_viewer_streams_an_imported_directory() {
     ]) else {
         return;
     };
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() && stderr.contains("no GPU adapter") {
-        skip(&format!("no GPU adapter: {}", stderr.trim()));
+    let Some(summary) = summary(&output) else {
         return;
-    }
-    assert!(output.status.success(), "the viewer failed: {stderr}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let summary: serde_json::Value = stdout
-        .lines()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| panic!("a JSON summary in: {stdout}"));
+    };
     assert_eq!(summary["algorithm"], "streamed", "{summary}");
     assert_eq!(summary["frames"], 30, "{summary}");
     assert!(

@@ -130,8 +130,8 @@ pub fn import(
 /// Imports any [`ImportSource`] into `dir`, reading only the windows each tile needs.
 ///
 /// Durability: tiles are written to temporary files and renamed without waiting, then
-/// synced in batches of [`SYNC_BATCH`] by many threads at once (one `fsync` per tile was
-/// the bound of the import); the directories are synced after every tile, and the block
+/// synced in batches of 256 by many threads at once, each batch while the next one is
+/// encoded (one `fsync` per tile was the bound of the import); the directories are synced after every tile, and the block
 /// index and the header are written (synced) only then. A crash at any point leaves either
 /// no header (an unfinished import, refused by the reader) or every tile durable.
 pub fn import_source(

@@ -23,6 +23,7 @@ pub mod mesh;
 pub mod pyramid;
 pub mod query;
 mod raster;
+mod rounding;
 pub mod simplify;
 #[cfg(test)]
 mod test_support;

@@ -47,6 +47,7 @@ use super::{
 use crate::camera::{Aabb, Frustum};
 use crate::heightfield::{Heightfield, Samples};
 use crate::raster::{Point, edge_function, for_each_row_span, interpolate};
+use crate::rounding::round_down;
 use glam::Vec3;
 use rayon::prelude::*;
 use std::ops::ControlFlow;
@@ -516,11 +517,6 @@ fn diamond_triangles(m: Point, d: Point) -> [Triangle; 2] {
     let (a, b) = ((m.0 - d.0, m.1 - d.1), (m.0 + d.0, m.1 + d.1));
     let perp = (d.1, -d.0);
     [(m.0 + perp.0, m.1 + perp.1), (m.0 - perp.0, m.1 - perp.1)].map(|c| Triangle { a, b, c })
-}
-
-/// The largest `f32` at most `value`.
-fn round_down(value: f64) -> f32 {
-    -round_up(-value)
 }
 
 impl LodAlgorithm for BintreeLod<'_> {

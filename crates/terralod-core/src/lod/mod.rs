@@ -37,6 +37,7 @@ use crate::camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frus
 use crate::heightfield::{GridPos, Heightfield};
 use crate::mesh::GridMesh;
 use crate::pyramid::Pyramid;
+pub(crate) use crate::rounding::round_up;
 use glam::Vec3;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -625,16 +626,6 @@ pub trait LodAlgorithm: Send {
     /// blocks or patches), for the renderer's debug view. Default: none.
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
         let _ = out;
-    }
-}
-
-/// The smallest `f32` at least `value` (bounds stored in f32 stay bounds).
-pub(crate) fn round_up(value: f64) -> f32 {
-    let rounded = value as f32;
-    if f64::from(rounded) < value {
-        rounded.next_up()
-    } else {
-        rounded
     }
 }
 

@@ -10,6 +10,7 @@ use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_fields, chec
 use super::import::{error_against_coarser, error_in_window};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping};
+pub(super) use crate::rounding::{round_down, round_up};
 use std::path::Path;
 
 /// Name of the block index file in a tiled terrain's directory (written before the header).
@@ -429,16 +430,4 @@ impl BlockIndex {
             levels,
         })
     }
-}
-
-/// The largest `f32` not above `x`.
-pub(super) fn round_down(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) > x { f.next_down() } else { f }
-}
-
-/// The smallest `f32` not below `x`.
-pub(super) fn round_up(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) < x { f.next_up() } else { f }
 }

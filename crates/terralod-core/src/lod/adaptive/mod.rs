@@ -87,6 +87,7 @@ use super::{
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::{GridPos, Heightfield};
 use crate::pyramid::Pyramid;
+use crate::rounding::round_down;
 use records::HeightTree;
 use render::Morpher;
 use std::time::Instant;
@@ -284,12 +285,6 @@ pub(super) type Deadline = [f32; 2];
 
 /// A deadline that is due at once.
 pub(super) const EXPIRED: Deadline = [f32::NEG_INFINITY; 2];
-
-/// Rounded down to f32.
-fn round_down(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) > x { f.next_down() } else { f }
-}
 
 /// What the tests depend on besides the eye and orientation.
 #[derive(Clone, Copy, Debug, PartialEq)]

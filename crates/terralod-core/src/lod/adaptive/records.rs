@@ -4,6 +4,7 @@
 use crate::camera::Aabb;
 use crate::heightfield::{Heightfield, Samples};
 use crate::pyramid::Pyramid;
+pub(super) use crate::rounding::round_up;
 use glam::Vec3;
 use rayon::prelude::*;
 
@@ -70,12 +71,6 @@ pub(super) struct HeightTree {
     /// Rounding slack of float sources (raw units), 0 for integer ones.
     slack: f64,
     scale: f64,
-}
-
-/// `x` rounded up to an f32.
-pub(super) fn round_up(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) < x { f.next_up() } else { f }
 }
 
 impl HeightTree {

@@ -499,19 +499,10 @@ impl<S: TileSource> StreamedLod<S> {
             .filter(|(b, _)| self.slot_of[self.index(*b)] == NONE)
             .count() as u32;
         if needed > self.pool.free_slots() {
-            // Grow: a new pool, every drawn block refilled.
-            let capacity = (self.pool.capacity() * 2).max(self.drawn.len() as u32);
-            let range = (
-                self.source.header().min_height,
-                self.source.header().max_height,
-            );
-            self.pool = PatchPool::with_height_range(self.block_cells, capacity, range);
-            for &owner in &self.owner {
-                if owner != NONE {
-                    self.slot_of[owner as usize] = NONE;
-                }
-            }
-            self.owner.clear();
+            // Grow, keeping the filled slots (refilling them all made the frame that grew
+            // the pool the slowest of a flight).
+            let capacity = (self.pool.capacity() * 2).max(self.pool.in_use() + needed);
+            self.pool.grow(capacity);
             self.owner.resize(capacity as usize, NONE);
         }
         for k in 0..self.drawn.len() {

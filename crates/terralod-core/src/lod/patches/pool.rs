@@ -115,6 +115,28 @@ impl PatchPool {
     }
 
     /// Slots in use.
+    /// Grows to `capacity` slots (never shrinks), keeping every slot's patch and every free
+    /// slot: the new slots are free. The pool gets a new id, so a GPU copy of it is made
+    /// again, but no patch is filled again.
+    pub fn grow(&mut self, capacity: u32) {
+        if capacity <= self.capacity {
+            return;
+        }
+        let total = self.per_slot() * capacity as usize;
+        self.positions.resize(total, [0.0; 3]);
+        self.normals.resize(total, 0);
+        self.colours.resize(total, 0);
+        self.generation.resize(capacity as usize, 0);
+        // The old free slots stay on top of the stack (taken first), the new ones below
+        // them, lowest first; room for every slot, so `give_back` never grows the list.
+        let mut free = Vec::with_capacity(capacity as usize);
+        free.extend((self.capacity..capacity).rev());
+        free.extend_from_slice(&self.free);
+        self.free = free;
+        self.capacity = capacity;
+        self.id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn in_use(&self) -> u32 {
         self.capacity - self.free.len() as u32
     }

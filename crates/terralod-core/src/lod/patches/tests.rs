@@ -286,3 +286,33 @@ fn every_drawn_instance_names_the_slot_holding_its_patch() {
         }
     }
 }
+
+/// Growing a pool keeps every filled slot's patch and free slot, adds free slots (each slot
+/// taken once), and changes the id so a GPU copy is remade.
+#[test]
+fn a_grown_pool_keeps_its_patches_and_adds_free_slots() {
+    let field = rough_field(33);
+    let mut pool = PatchPool::new(8, 3, &field);
+    let (a, b) = (pool.take().unwrap(), pool.take().unwrap());
+    pool.fill(a, &field, GridPos::new(0, 0), 1);
+    pool.fill(b, &field, GridPos::new(8, 16), 2);
+    let before: Vec<_> = [a, b]
+        .iter()
+        .map(|&s| (pool.slot_positions(s..s + 1).to_vec(), pool.generation(s)))
+        .collect();
+    let id = pool.id();
+    pool.grow(2); // never shrinks
+    assert_eq!((pool.capacity(), pool.id()), (3, id));
+    pool.grow(10);
+    assert_eq!(pool.capacity(), 10);
+    assert_ne!(pool.id(), id);
+    assert_eq!((pool.in_use(), pool.free_slots()), (2, 8));
+    for (&s, (positions, generation)) in [a, b].iter().zip(&before) {
+        assert_eq!(pool.slot_positions(s..s + 1), positions.as_slice());
+        assert_eq!(pool.generation(s), *generation);
+    }
+    let mut taken: Vec<u32> = std::iter::from_fn(|| pool.take()).collect();
+    taken.sort_unstable();
+    let expected: Vec<u32> = (0..10).filter(|s| *s != a && *s != b).collect();
+    assert_eq!(taken, expected);
+}

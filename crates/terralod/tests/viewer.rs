@@ -238,6 +238,9 @@ fn the_viewer_streams_an_imported_directory() {
         tiles_text,
         "--algo",
         "streamed",
+        // Below the terrain's 66,049 samples: loading would be refused, streaming is not.
+        "--max-samples",
+        "1000",
         "--cache-mb",
         "2",
         "--frames",

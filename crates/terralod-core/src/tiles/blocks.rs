@@ -11,6 +11,7 @@ use super::import::{error_against_coarser, error_in_window};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping};
 pub(super) use crate::rounding::{round_down, round_up};
+use rayon::prelude::*;
 use std::path::Path;
 
 /// Name of the block index file in a tiled terrain's directory (written before the header).
@@ -219,39 +220,42 @@ impl BlockIndex {
             .map(|(level, grid)| {
                 let (blocks_x, blocks_y) = level_blocks(grid, block_cells);
                 let side = block_cells as usize + 1;
-                let mut block = Vec::with_capacity(side * side);
-                let mut stats = Vec::with_capacity(blocks_x as usize * blocks_y as usize);
                 let sample = |i: u64, j: u64| -> f64 {
                     let col = (i << level).min(u64::from(field.width() - 1)) as u32;
                     let row = (j << level).min(u64::from(field.height() - 1)) as u32;
                     f64::from(field.raw(col, row))
                 };
-                for by in 0..blocks_y {
-                    for bx in 0..blocks_x {
-                        block.clear();
-                        let (x0, y0) = (
-                            u64::from(bx) * u64::from(block_cells),
-                            u64::from(by) * u64::from(block_cells),
-                        );
-                        for j in 0..side as u64 {
-                            for i in 0..side as u64 {
-                                block.push(sample(x0 + i, y0 + j));
+                // Blocks in parallel, each job with its own sample buffer.
+                (0..blocks_x * blocks_y)
+                    .into_par_iter()
+                    .map_init(
+                        || Vec::with_capacity(side * side),
+                        |block, i| {
+                            let (bx, by) = (i % blocks_x, i / blocks_x);
+                            block.clear();
+                            let (x0, y0) = (
+                                u64::from(bx) * u64::from(block_cells),
+                                u64::from(by) * u64::from(block_cells),
+                            );
+                            for j in 0..side as u64 {
+                                for i in 0..side as u64 {
+                                    block.push(sample(x0 + i, y0 + j));
+                                }
                             }
-                        }
-                        let (lo, hi) = block
-                            .iter()
-                            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                                (lo.min(v), hi.max(v))
-                            });
-                        let raw_error = if level < coarsest {
-                            error_against_coarser(&block, side)
-                        } else {
-                            0.0
-                        };
-                        stats.push(own_stats(lo, hi, raw_error, &field.mapping()));
-                    }
-                }
-                stats
+                            let (lo, hi) = block
+                                .iter()
+                                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                                    (lo.min(v), hi.max(v))
+                                });
+                            let raw_error = if level < coarsest {
+                                error_against_coarser(block, side)
+                            } else {
+                                0.0
+                            };
+                            own_stats(lo, hi, raw_error, &field.mapping())
+                        },
+                    )
+                    .collect::<Vec<OwnBlockStats>>()
             })
             .collect();
         Self::from_own_stats(block_cells, own, grids)

@@ -137,8 +137,13 @@ pub struct ReportingStream(pub StreamedLod<TileCache>);
 
 impl ReportingStream {
     fn report(&mut self) {
+        self.report_with(|line| eprintln!("{line}"));
+    }
+
+    /// Hands each tile that failed since the last call, once, to `print` as one line.
+    pub fn report_with(&mut self, mut print: impl FnMut(&str)) {
         for report in self.0.source_mut().take_reports() {
-            eprintln!("{report}; the coarser level stands in");
+            print(&format!("{report}; the coarser level stands in"));
         }
     }
 }

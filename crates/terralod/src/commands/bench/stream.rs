@@ -67,8 +67,9 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         (None, None) => path::default_path(plan, args.frames as usize),
     };
     let cameras = cameras(args, plan, &poses)?;
-    // Reports go through the progress bar here, not `ReportingStream`'s plain lines.
-    let mut algorithm = terrain.algorithm(&args.stream, args.algorithm.options())?.0;
+    // The flight selects with the inner algorithm (whose stream statistics it reads) and
+    // prints the failed tiles through the progress bar (`report_with`).
+    let mut algorithm = terrain.algorithm(&args.stream, args.algorithm.options())?;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());
     let mut defective = args.check.then_some(0usize);
@@ -87,7 +88,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
             std::thread::sleep(wait);
         }
         let view = View::screen(*camera, args.pixel_error)?;
-        let selection = algorithm.select(&view);
+        let selection = algorithm.0.select(&view);
         let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
         let mut measured_px = None;
         if let Some(field) = &oracle
@@ -113,17 +114,15 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
                 }
             }
         }
-        let stats = *algorithm.stats();
-        let stream = *algorithm.stream_stats();
-        for report in algorithm.source_mut().take_reports() {
-            bar.suspend(|| eprintln!("frame {i}: {report}; the coarser level stands in"));
-        }
+        let stats = *algorithm.0.stats();
+        let stream = *algorithm.0.stream_stats();
+        algorithm.report_with(|line| bar.suspend(|| eprintln!("frame {i}: {line}")));
         frames.push(StreamFrame {
             select_ms: stats.select_time.as_secs_f64() * 1e3,
             triangles: stats.triangles,
             blocks_drawn: stream.blocks_drawn,
             blocks_held_back: stream.blocks_held_back,
-            resident_bytes: algorithm.source().stats().resident_bytes,
+            resident_bytes: algorithm.0.source().stats().resident_bytes,
             measured_px,
         });
         bar.inc(1);
@@ -133,7 +132,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         args,
         dir,
         &header_line(tiled),
-        &algorithm,
+        &algorithm.0,
         &frames,
         defective,
     )

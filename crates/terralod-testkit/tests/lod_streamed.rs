@@ -7,9 +7,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use terralod_core::lod::{LodAlgorithm, LodOptions, StreamedLod, View};
 use terralod_core::tiles::{
-    MemoryTiles, MemoryTilesOptions, TerrainHeader, TileKey, TileSource, block_tile,
+    DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TerrainHeader, TileKey,
+    TileSource, block_tile,
 };
-use terralod_core::{Camera, GridPos, Heightfield};
+use terralod_core::{Camera, GridPos, Heightfield, WorldMapping};
 use terralod_testkit::fixtures::smooth_random;
 use terralod_testkit::{GridRect, check_mesh, measure_error};
 
@@ -219,4 +220,72 @@ fn all_resident_keeps_tolerance() {
             }
         }
     }
+}
+
+/// Procedural detail below the stored levels (A9): the streamed meshes over the detail
+/// terrain are watertight and within τ of its finest level (the generated terrain whole),
+/// with the cameras low enough that the finest detail level is drawn.
+#[test]
+fn procedural_detail_keeps_tolerance() {
+    // 10 m cells: the detail levels have 5 and 2.5 m cells with 1.25 and 0.6 m bumps.
+    let field = smooth_random(65, 49, 5, 50.0)
+        .and_then(|f| {
+            let mapping = WorldMapping {
+                cell_size: 10.0,
+                ..f.mapping()
+            };
+            f.with_mapping(mapping)
+        })
+        .expect("valid");
+    let stored = MemoryTiles::new(
+        &field,
+        MemoryTilesOptions {
+            tile_cells: 16,
+            block_cells: 4,
+        },
+    )
+    .expect("valid");
+    let options = DetailOptions {
+        tiles_per_frame: u32::MAX,
+        ..DetailOptions::DEFAULT.with_levels(2)
+    };
+    let mut lod = StreamedLod::new(
+        DetailTiles::new(stored, options).expect("valid"),
+        LodOptions::default(),
+    );
+    let generated = lod.source_mut().to_heightfield().expect("resident");
+    assert_eq!(
+        (generated.width(), generated.height()),
+        (257, 193),
+        "two levels: cells 4 × finer"
+    );
+    let (w, d) = field.world_size();
+    let centre = glam::Vec3::new(0.5 * w, 30.0, 0.5 * d);
+    let views = (0..6).map(|k| {
+        let a = k as f32 * 1.1;
+        let (r, h) = [(0.3, 40.0), (1.5, 120.0), (4.0, 400.0)][k % 3];
+        let eye = centre + glam::Vec3::new(r * w * a.cos(), h, r * d * a.sin());
+        Camera::new(eye, centre, 1.0, (640, 480), 0.5, 1e5).expect("valid camera")
+    });
+    let (mut finest_drawn, mut simplified) = (false, false);
+    for camera in views {
+        for tolerance in [0.5, 2.0] {
+            let view = View::screen(camera, tolerance).expect("valid");
+            let mesh = lod.select(&view).to_mesh(&generated);
+            let report = check_mesh(&mesh, None);
+            assert!(report.is_watertight(), "{report}");
+            let errors = measure_error(&generated, &mesh, Some(&camera)).expect("camera");
+            let projected = errors.projected.expect("camera");
+            assert!(
+                projected.max <= f64::from(tolerance) * (1.0 + 1e-4) + 1e-3,
+                "{} > {tolerance}",
+                projected.max
+            );
+            simplified |= projected.max > 0.1 * f64::from(tolerance);
+            finest_drawn |= lod.drawn_blocks().any(|(level, _, _)| level == 0);
+            assert_eq!(lod.stream_stats().blocks_held_back, 0);
+        }
+    }
+    assert!(finest_drawn, "no camera reached the finest detail level");
+    assert!(simplified, "every view drew the detail in full");
 }

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use terralod_core::Aabb;
 use terralod_core::Heightfield;
 use terralod_core::lod::{LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedLod, View};
-use terralod_core::tiles::{TileCache, TiledTerrain};
+use terralod_core::tiles::{
+    DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TileCache, TiledTerrain,
+};
 
 /// The tile cache of a streamed directory.
 #[derive(Debug, Args)]
@@ -22,6 +24,23 @@ pub struct StreamArgs {
     /// With `--algo streamed` over an imported directory: threads loading tiles.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub loader_threads: u32,
+    /// With `--algo streamed` over an imported directory: procedural detail levels below
+    /// the finest stored one, each with cells half as wide, generated around the camera
+    /// and dropped when it leaves (at most log2 of the tile size).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
+    pub detail_levels: u32,
+    /// Bump amplitude of the procedural detail, in cells of each detail level (0 ..= 4).
+    #[arg(long, default_value_t = DetailOptions::DEFAULT.roughness)]
+    pub detail_roughness: f32,
+}
+
+impl StreamArgs {
+    pub fn detail(&self) -> DetailOptions {
+        DetailOptions {
+            roughness: self.detail_roughness,
+            ..DetailOptions::DEFAULT.with_levels(self.detail_levels)
+        }
+    }
 }
 
 /// Largest level a streamed command plans cameras and paths on: the finest level of at most
@@ -85,7 +104,34 @@ impl StreamedTerrain {
             args.loader_threads as usize,
         )
         .with_context(|| format!("starting the tile cache of {}", self.tiled.dir().display()))?;
-        Ok(ReportingStream(StreamedLod::new(cache, options)))
+        let tiles = DetailTiles::new(cache, args.detail())
+            .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
+        Ok(ReportingStream(StreamedLod::new(tiles, options)))
+    }
+
+    /// The finest level as drawn (detail included) for the oracles, if it has at most
+    /// `max_samples` samples: the detail is generated over level 0 exactly as the flight's
+    /// tiles generate it.
+    pub fn finest_field(&self, args: &StreamArgs, max_samples: u64) -> anyhow::Result<Heightfield> {
+        let detail = args.detail();
+        let header = self.tiled.header();
+        let widen = |samples: u32| (u64::from(samples) - 1) * (1u64 << detail.levels) + 1;
+        let samples = widen(header.width) * widen(header.height);
+        if samples > max_samples {
+            bail!("the finest level has {samples} samples, more than {max_samples}");
+        }
+        let stored = self.tiled.to_heightfield(0, max_samples)?;
+        if detail.levels == 0 {
+            return Ok(stored);
+        }
+        let sizes = MemoryTilesOptions {
+            tile_cells: header.tile_cells,
+            block_cells: header.block_cells,
+        };
+        let mut tiles = DetailTiles::new(MemoryTiles::new(&stored, sizes)?, detail)?;
+        tiles
+            .to_heightfield()
+            .context("every tile of an in-memory terrain is resident")
     }
 }
 
@@ -133,7 +179,7 @@ impl DrawnTerrain {
 /// and the renderer: before each selection it prints, once each, the tiles that failed to
 /// load since the last one (the coarser level stands in for them).
 #[derive(Debug)]
-pub struct ReportingStream(pub StreamedLod<TileCache>);
+pub struct ReportingStream(pub StreamedLod<DetailTiles<TileCache>>);
 
 impl ReportingStream {
     fn report(&mut self) {
@@ -142,7 +188,7 @@ impl ReportingStream {
 
     /// Hands each tile that failed since the last call, once, to `print` as one line.
     pub fn report_with(&mut self, mut print: impl FnMut(&str)) {
-        for report in self.0.source_mut().take_reports() {
+        for report in self.0.source_mut().inner_mut().take_reports() {
             print(&format!("{report}; the coarser level stands in"));
         }
     }
@@ -192,14 +238,16 @@ pub fn settle(
         algorithm.select(view);
         selections += 1;
         algorithm.report();
-        if algorithm.0.source().pending_loads() == 0 {
+        let tiles = algorithm.0.source();
+        // Loads under way, and detail tiles left for the next selection.
+        let pending = tiles.inner().pending_loads() as u64 + tiles.stats().deferred;
+        if pending == 0 {
             return Ok(selections);
         }
         if start.elapsed() > limit {
             bail!(
-                "tiles still loading after {:.0} s ({} pending)",
+                "tiles still loading after {:.0} s ({pending} pending)",
                 limit.as_secs_f64(),
-                algorithm.0.source().pending_loads()
             );
         }
         std::thread::sleep(Duration::from_millis(2));

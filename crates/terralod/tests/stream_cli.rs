@@ -247,3 +247,83 @@ fn a_corrupt_tile_is_reported_once_and_the_coarser_level_stands_in() {
         "{stderr}"
     );
 }
+
+/// Procedural detail below the stored levels (`--detail-levels`): the settled mesh draws
+/// vertices between the stored samples, a flight over it passes the crack checker on every
+/// frame and holds its detail tiles, and more levels than the tiles allow are refused.
+#[test]
+fn procedural_detail_draws_finer_than_the_stored_samples() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let out = dir.path().join("detail.obj");
+    let mesh = |levels: &str| {
+        let mut args = vec![
+            "mesh",
+            tiles.to_str().expect("UTF-8"),
+            "--algo",
+            "streamed",
+            "--pixel-error",
+            "1",
+            "--detail-levels",
+            levels,
+            "--out",
+            out.to_str().expect("UTF-8"),
+        ];
+        args.extend_from_slice(&CAMERA);
+        last_json(&ok(&args).0)
+    };
+    let stored = mesh("0");
+    let detailed = mesh("2");
+    assert_eq!(detailed["streamed"]["detail_levels"], 2);
+    assert!(
+        detailed["streamed"]["detail_tiles"]
+            .as_u64()
+            .expect("a count")
+            > 0
+    );
+    assert!(detailed["triangles"].as_u64() > stored["triangles"].as_u64());
+    // Stored samples are 4 m apart; the detail's finest are 1 m apart.
+    let obj = std::fs::read_to_string(&out).expect("written");
+    let between = obj
+        .lines()
+        .filter_map(|l| l.strip_prefix("v "))
+        .filter(|v| {
+            let x: f32 = v.split(' ').next().and_then(|x| x.parse().ok()).expect("x");
+            x % 4.0 != 0.0
+        })
+        .count();
+    assert!(between > 100, "{between} vertices between stored samples");
+
+    let (stdout, _) = ok(&[
+        "bench",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--detail-levels",
+        "2",
+        "--frames",
+        "40",
+        "--measure-every",
+        "20",
+        "--check",
+    ]);
+    let summary = last_json(&stdout);
+    assert_eq!(summary["defective_frames"], 0, "{summary}");
+    assert_eq!(summary["measured_frames"], 2, "{summary}");
+    let generated = summary["detail"]["generated_tiles"].as_u64();
+    assert!(generated.expect("a count") > 0, "{summary}");
+
+    let output = terralod(&[
+        "mesh",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--detail-levels",
+        "4",
+        "--max-error",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("detail levels need tiles"), "{stderr}");
+}

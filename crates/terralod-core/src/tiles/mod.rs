@@ -26,6 +26,7 @@ mod blocks;
 mod cache;
 #[cfg(test)]
 mod cache_tests;
+mod detail;
 mod format;
 mod import;
 mod raw_source;
@@ -39,6 +40,7 @@ pub use blocks::{
     own_block_stats,
 };
 pub use cache::{CacheError, CacheStats, TileCache, TileKey};
+pub use detail::{DetailError, DetailOptions, DetailStats, DetailTiles};
 pub use format::{
     FORMAT_VERSION, HEADER_FILE, LevelGrid, MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType,
     TILE_HEADER_LEN, TerrainHeader, level_grids,

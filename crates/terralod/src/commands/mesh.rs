@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, SelectionStats, Tolerance};
 use terralod_core::simplify::simplify;
+use terralod_core::tiles::TileSource;
 use terralod_core::{GridMesh, Pyramid, WorldMapping, io};
 
 #[derive(Debug, Args)]
@@ -184,12 +185,14 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
         .to_mesh_from_pool()
         .context("the streamed selection draws from its pool")?;
     let stream = *algorithm.0.stream_stats();
-    let cache = algorithm.0.source().stats();
+    let tiles = algorithm.0.source();
+    let (cache, detail) = (tiles.inner().stats(), tiles.stats());
     Ok(Selected {
         mesh,
         stats: *algorithm.stats(),
         state_bytes: algorithm.state_bytes(),
-        mapping: terrain.tiled.header().mapping,
+        // The drawn grid's: finer than the stored one with detail levels.
+        mapping: tiles.header().mapping,
         tolerance: view.tolerance(),
         cull: view.cull(),
         extra: Some((
@@ -201,6 +204,9 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
                 "tiles_resident": cache.resident_tiles,
                 "resident_bytes": cache.resident_bytes,
                 "failed_tiles": cache.failures,
+                "detail_levels": tiles.options().levels,
+                "detail_tiles": detail.tiles,
+                "detail_bytes": detail.bytes,
             }),
         )),
     })

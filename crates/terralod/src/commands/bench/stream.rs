@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use terralod_core::lod::{LodAlgorithm, StreamedLod, View};
-use terralod_core::tiles::{TileCache, TiledTerrain};
+use terralod_core::tiles::{DetailTiles, TileCache, TiledTerrain};
 use terralod_testkit::{check_mesh, measure_error};
 
 /// Largest level 0 the oracles load to measure the error and check the meshes; above it
@@ -29,6 +29,8 @@ pub struct StreamFrame {
     /// Blocks drawn coarser than wanted because a tile was not resident.
     pub blocks_held_back: u64,
     pub resident_bytes: u64,
+    /// Procedural detail tiles held (`--detail-levels`).
+    pub detail_bytes: u64,
     pub measured_px: Option<f64>,
 }
 
@@ -36,27 +38,19 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     let terrain = StreamedTerrain::open(dir, args.terrain.mapping_given())?;
     let tiled = &terrain.tiled;
     let plan = &terrain.plan;
-    let header = tiled.header();
-    let level0 = u64::from(header.width) * u64::from(header.height);
     let wants_oracle = args.check || args.measure_every > 0;
-    let oracle = if wants_oracle && level0 <= ORACLE_SAMPLES {
-        let bar = progress::spinner("assembling level 0 for the oracles");
-        let field = tiled.to_heightfield(0, ORACLE_SAMPLES);
+    let oracle = if wants_oracle {
+        let bar = progress::spinner("assembling the finest level for the oracles");
+        let field = terrain.finest_field(&args.stream, ORACLE_SAMPLES);
         bar.finish_and_clear();
         match field {
             Ok(field) => Some(field),
             Err(error) => {
-                eprintln!("oracles off: level 0 cannot be assembled ({error})");
+                eprintln!("oracles off: {error:#}");
                 None
             }
         }
     } else {
-        if wants_oracle {
-            eprintln!(
-                "oracles off: level 0 has {level0} samples, more than the {ORACLE_SAMPLES} \
-                 they may load"
-            );
-        }
         None
     };
     let poses = match (&args.path, args.speed) {
@@ -122,7 +116,8 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
             triangles: stats.triangles,
             blocks_drawn: stream.blocks_drawn,
             blocks_held_back: stream.blocks_held_back,
-            resident_bytes: algorithm.0.source().stats().resident_bytes,
+            resident_bytes: algorithm.0.source().inner().stats().resident_bytes,
+            detail_bytes: algorithm.0.source().stats().bytes,
             measured_px,
         });
         bar.inc(1);
@@ -154,12 +149,13 @@ fn report(
     args: &BenchArgs,
     dir: &Path,
     header: &str,
-    algorithm: &StreamedLod<TileCache>,
+    algorithm: &StreamedLod<DetailTiles<TileCache>>,
     frames: &[StreamFrame],
     defective: Option<usize>,
 ) -> anyhow::Result<()> {
     let spread = |f: fn(&StreamFrame) -> f64| Spread::of(&frames.iter().map(f).collect::<Vec<_>>());
-    let cache = algorithm.source().stats();
+    let cache = algorithm.source().inner().stats();
+    let detail = algorithm.source().stats();
     let measured: Vec<f64> = frames.iter().filter_map(|f| f.measured_px).collect();
     let summary = serde_json::json!({
         "terrain": dir.display().to_string(),
@@ -174,7 +170,7 @@ fn report(
         "frames_with_blocks_held_back": frames.iter().filter(|f| f.blocks_held_back > 0).count(),
         "resident_mb": spread(|f| f.resident_bytes as f64 / f64::from(1 << 20)),
         "cache": {
-            "budget_mb": algorithm.source().budget_bytes() as f64 / f64::from(1 << 20),
+            "budget_mb": algorithm.source().inner().budget_bytes() as f64 / f64::from(1 << 20),
             "peak_resident_mb": cache.peak_bytes as f64 / f64::from(1 << 20),
             "loads": cache.loads_finished,
             "requests": cache.requests,
@@ -185,6 +181,13 @@ fn report(
             "bytes_read": cache.bytes_read,
             "longest_begin_frame_ms": cache.longest_begin_frame.as_secs_f64() * 1e3,
             "longest_tile_heights_ms": cache.longest_tile_heights.as_secs_f64() * 1e3,
+        },
+        "detail": {
+            "levels": algorithm.source().options().levels,
+            "peak_mb": detail.peak_bytes as f64 / f64::from(1 << 20),
+            "generated_tiles": detail.generated,
+            "dropped_tiles": detail.dropped,
+            "mb": spread(|f| f.detail_bytes as f64 / f64::from(1 << 20)),
         },
         "peak_process_mb": peak_resident_bytes().map(|b| b as f64 / f64::from(1 << 20)),
         "measured_max_px": measured.iter().copied().reduce(f64::max),

@@ -307,6 +307,11 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
         "20",
         "--check",
     ]);
+    let first = stdout.lines().next().expect("a header line");
+    assert!(
+        first.contains("2 detail levels below (513 x 385 samples, 1 m cells)"),
+        "{first}"
+    );
     let summary = last_json(&stdout);
     assert_eq!(summary["defective_frames"], 0, "{summary}");
     assert_eq!(summary["measured_frames"], 2, "{summary}");

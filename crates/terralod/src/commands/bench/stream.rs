@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use terralod_core::lod::{LodAlgorithm, StreamedLod, View};
-use terralod_core::tiles::{DetailTiles, TileCache, TiledTerrain};
+use terralod_core::tiles::{DetailTiles, TileCache, TileSource, TiledTerrain};
 use terralod_testkit::{check_mesh, measure_error};
 
 /// Largest level 0 the oracles load to measure the error and check the meshes; above it
@@ -126,23 +126,33 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     report(
         args,
         dir,
-        &header_line(tiled),
+        &header_line(tiled, algorithm.0.source()),
         &algorithm.0,
         &frames,
         defective,
     )
 }
 
-fn header_line(tiled: &TiledTerrain) -> String {
+/// The terrain as flown: the stored sizes, and the detail grid's when detail is added.
+fn header_line(tiled: &TiledTerrain, tiles: &DetailTiles<TileCache>) -> String {
     let h = tiled.header();
-    format!(
+    let mut line = format!(
         "{}: {} x {} samples, {} levels, {}-cell tiles",
         tiled.dir().display(),
         h.width,
         h.height,
         h.levels.len(),
         h.tile_cells
-    )
+    );
+    let levels = tiles.options().levels;
+    if levels > 0 {
+        let drawn = tiles.header();
+        line += &format!(
+            ", {levels} detail levels below ({} x {} samples, {} m cells)",
+            drawn.width, drawn.height, drawn.mapping.cell_size
+        );
+    }
+    line
 }
 
 fn report(

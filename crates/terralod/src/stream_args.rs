@@ -62,19 +62,19 @@ pub struct StreamedTerrain {
 }
 
 impl StreamedTerrain {
-    /// Opens `dir`, refusing mapping flags (the directory keeps the mapping it was imported
-    /// with). A plan level with a bad tile is skipped for the next coarser one.
-    pub fn open(dir: &Path, mapping_flags_given: bool) -> anyhow::Result<StreamedTerrain> {
-        if mapping_flags_given {
-            bail!(
-                "{}: a streamed directory keeps the mapping it was imported with \
-                 (--cell-size/--height-scale/--height-offset apply to `terralod import`)",
+    /// Opens `dir` under its import's mapping, with the mapping flags given replacing
+    /// their parts of it (the tiles store raw samples, so this is the terrain imported with
+    /// that mapping). A plan level with a bad tile is skipped for the next coarser one.
+    pub fn open(dir: &Path, terrain: &TerrainArgs) -> anyhow::Result<StreamedTerrain> {
+        let tiled =
+            TiledTerrain::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+        let mapping = terrain.mapping_over(tiled.header().mapping);
+        let tiled = Arc::new(tiled.with_mapping(mapping).with_context(|| {
+            format!(
+                "{}: --cell-size/--height-scale/--height-offset",
                 dir.display()
-            );
-        }
-        let tiled = Arc::new(
-            TiledTerrain::open(dir).with_context(|| format!("opening {}", dir.display()))?,
-        );
+            )
+        })?);
         let mut last_error = None;
         for (level, grid) in tiled.header().levels.iter().enumerate() {
             if u64::from(grid.width) * u64::from(grid.height) > PLAN_SAMPLES {
@@ -146,7 +146,7 @@ impl DrawnTerrain {
     /// Streams `args.file` when it is a directory and `algorithm` is `streamed`, else loads.
     pub fn open(args: &TerrainArgs, algorithm: &str) -> anyhow::Result<DrawnTerrain> {
         Ok(match streams(args.file.as_deref(), algorithm) {
-            Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args.mapping_given())?),
+            Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args)?),
             None => DrawnTerrain::Loaded(args.load()?),
         })
     }

@@ -59,9 +59,13 @@ pub struct Terrain {
 }
 
 impl TerrainArgs {
-    /// Whether any of --cell-size, --height-scale, --height-offset was given.
-    pub fn mapping_given(&self) -> bool {
-        self.cell_size.is_some() || self.height_scale.is_some() || self.height_offset.is_some()
+    /// `stated` (a file's or a directory's mapping) with the flags given replacing its parts.
+    pub fn mapping_over(&self, stated: WorldMapping) -> WorldMapping {
+        WorldMapping {
+            cell_size: self.cell_size.unwrap_or(stated.cell_size),
+            height_scale: self.height_scale.unwrap_or(stated.height_scale),
+            height_offset: self.height_offset.unwrap_or(stated.height_offset),
+        }
     }
 
     fn load_options(&self) -> LoadOptions {
@@ -103,12 +107,7 @@ impl TerrainArgs {
                 (field, None, "built-in terrain".to_string())
             }
         };
-        let stated = field.mapping();
-        let mapping = WorldMapping {
-            cell_size: self.cell_size.unwrap_or(stated.cell_size),
-            height_scale: self.height_scale.unwrap_or(stated.height_scale),
-            height_offset: self.height_offset.unwrap_or(stated.height_offset),
-        };
+        let mapping = self.mapping_over(field.mapping());
         let heightfield = field
             .with_mapping(mapping)
             .with_context(|| format!("{name}: --cell-size/--height-scale/--height-offset"))?;

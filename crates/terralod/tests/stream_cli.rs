@@ -77,6 +77,22 @@ fn terrain(dir: &Path) -> (PathBuf, PathBuf) {
     (file, tiles)
 }
 
+/// `mesh TERRAIN --algo streamed --pixel-error 1 --out OUT` from the test camera.
+fn streamed_mesh<'a>(terrain: &'a str, out: &'a str) -> Vec<&'a str> {
+    let mut args = vec![
+        "mesh",
+        terrain,
+        "--algo",
+        "streamed",
+        "--pixel-error",
+        "1",
+        "--out",
+        out,
+    ];
+    args.extend_from_slice(&CAMERA);
+    args
+}
+
 const CAMERA: [&str; 8] = [
     "--eye",
     "-40,160,-40",
@@ -89,63 +105,57 @@ const CAMERA: [&str; 8] = [
 ];
 
 /// The settled streamed mesh of the directory is exactly the in-memory streamed mesh of the
-/// file: same tiles, same block bounds, same selection, vertex for vertex.
+/// file: same tiles, same block bounds, same selection, vertex for vertex; also under other
+/// mapping flags.
 #[test]
 fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (file, tiles) = terrain(dir.path());
     let (from_file, from_dir) = (dir.path().join("file.obj"), dir.path().join("dir.obj"));
-
-    let mut args = vec![
-        "mesh",
+    let (file, tiles) = (
         file.to_str().expect("UTF-8"),
-        "--raw-size",
-        "129x97",
-        "--algo",
-        "streamed",
-        "--pixel-error",
-        "1",
-        "--out",
-        from_file.to_str().expect("UTF-8"),
-    ];
-    args.extend_from_slice(&MAPPING);
-    args.extend_from_slice(&CAMERA);
-    let in_memory = last_json(&ok(&args).0);
-
-    let mut args = vec![
-        "mesh",
         tiles.to_str().expect("UTF-8"),
-        "--algo",
-        "streamed",
-        "--pixel-error",
-        "1",
-        "--cache-mb",
-        "1",
-        "--out",
+    );
+    let (from_file, from_dir) = (
+        from_file.to_str().expect("UTF-8"),
         from_dir.to_str().expect("UTF-8"),
-    ];
-    args.extend_from_slice(&CAMERA);
-    let streamed = last_json(&ok(&args).0);
-
-    assert_eq!(streamed["streamed"]["blocks_held_back"], 0, "{streamed}");
-    assert_eq!(in_memory["vertices"], streamed["vertices"]);
-    assert_eq!(in_memory["triangles"], streamed["triangles"]);
-    assert!(streamed["triangles"].as_u64().expect("a count") > 200);
-    let (a, b) = (
-        std::fs::read_to_string(&from_file).expect("written"),
-        std::fs::read_to_string(&from_dir).expect("written"),
     );
-    assert!(a == b, "the two OBJ files differ");
+    // The file and the directory meshed under the same flags: same OBJ, byte for byte.
+    let same_mesh = |file_flags: &[&str], dir_flags: &[&str]| {
+        let mut args = streamed_mesh(file, from_file);
+        args.extend_from_slice(&["--raw-size", "129x97"]);
+        args.extend_from_slice(file_flags);
+        let in_memory = last_json(&ok(&args).0);
+        let mut args = streamed_mesh(tiles, from_dir);
+        args.extend_from_slice(&["--cache-mb", "1"]);
+        args.extend_from_slice(dir_flags);
+        let streamed = last_json(&ok(&args).0);
+        assert_eq!(streamed["streamed"]["blocks_held_back"], 0, "{streamed}");
+        assert_eq!(in_memory["vertices"], streamed["vertices"]);
+        assert_eq!(in_memory["triangles"], streamed["triangles"]);
+        assert!(streamed["triangles"].as_u64().expect("a count") > 200);
+        let (a, b) = (
+            std::fs::read_to_string(from_file).expect("written"),
+            std::fs::read_to_string(from_dir).expect("written"),
+        );
+        assert!(a == b, "the OBJ files differ under {dir_flags:?}");
+        b
+    };
+    same_mesh(&MAPPING, &[]);
 
-    // The directory keeps its mapping: mapping flags are refused, with the directory named.
-    args.extend_from_slice(&["--height-scale", "2"]);
-    let output = terralod(&args);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("keeps the mapping") && stderr.contains("tiles"),
-        "{stderr}"
-    );
+    // Mapping flags apply to a directory as to a file: the directory streamed with new
+    // ones draws the file's mesh under the same flags (the tiles hold raw samples).
+    let remap = ["--cell-size", "3", "--height-scale", "-2"];
+    let file_flags = [&remap[..], &["--height-offset", "-20"]].concat();
+    let b = same_mesh(&file_flags, &remap);
+    // Drawn on the new 3 m grid.
+    let xs: Vec<f32> = b
+        .lines()
+        .filter_map(|l| l.strip_prefix("v "))
+        .map(|v| v.split(' ').next().and_then(|x| x.parse().ok()).expect("x"))
+        .collect();
+    assert!(xs.iter().all(|x| x % 3.0 == 0.0));
+    assert!(xs.iter().any(|x| x % 4.0 != 0.0));
 }
 
 /// A flight through a cache far smaller than the terrain: every checked frame is
@@ -257,19 +267,8 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
     let (_, tiles) = terrain(dir.path());
     let out = dir.path().join("detail.obj");
     let mesh = |levels: &str| {
-        let mut args = vec![
-            "mesh",
-            tiles.to_str().expect("UTF-8"),
-            "--algo",
-            "streamed",
-            "--pixel-error",
-            "1",
-            "--detail-levels",
-            levels,
-            "--out",
-            out.to_str().expect("UTF-8"),
-        ];
-        args.extend_from_slice(&CAMERA);
+        let mut args = streamed_mesh(tiles.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
+        args.extend_from_slice(&["--detail-levels", levels]);
         last_json(&ok(&args).0)
     };
     let stored = mesh("0");

@@ -7,7 +7,8 @@
 use super::blocks::{BLOCKS_FILE, BlockIndex};
 use super::format::{HEADER_FILE, TerrainHeader, TileHeader, corrupt, tile_path};
 use super::{Corruption, SampleType, TILE_HEADER_LEN, TileError};
-use crate::heightfield::{Heightfield, Samples, WorldMapping};
+use crate::heightfield::{Heightfield, HeightfieldError, Samples, WorldMapping};
+use crate::rounding::{round_down, round_up};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,9 @@ pub struct TiledTerrain {
     dir: PathBuf,
     header: TerrainHeader,
     blocks: BlockIndex,
+    /// The mapping the directory was imported with (the header's, unless
+    /// [`TiledTerrain::with_mapping`] replaced it).
+    imported_mapping: WorldMapping,
 }
 
 /// One tile as read and checked.
@@ -57,9 +61,36 @@ impl TiledTerrain {
         let blocks = BlockIndex::decode(&bytes, &header, &blocks_path)?;
         Ok(TiledTerrain {
             dir: dir.to_path_buf(),
+            imported_mapping: header.mapping,
             header,
             blocks,
         })
+    }
+
+    /// The terrain under another world mapping (the `--cell-size`, `--height-scale` and
+    /// `--height-offset` of a command), as if imported with it: tiles store raw samples, so
+    /// every reader decodes them with the new mapping; the header's height range, the block
+    /// index and each tile's statistics, stored in the import's world units, are carried
+    /// over exactly as the affine map between the two mappings (rounded outwards, so they
+    /// stay bounds).
+    pub fn with_mapping(mut self, mapping: WorldMapping) -> Result<TiledTerrain, HeightfieldError> {
+        mapping.validate()?;
+        if mapping == self.header.mapping {
+            return Ok(self);
+        }
+        let remap = Remap::between(self.header.mapping, mapping);
+        (self.header.min_height, self.header.max_height) =
+            remap.range(self.header.min_height, self.header.max_height);
+        for level in &mut self.blocks.levels {
+            for block in &mut level.bounds {
+                (block.min_height, block.max_height) =
+                    remap.range(block.min_height, block.max_height);
+                block.own_error = remap.error(block.own_error);
+                block.error_to_finest = remap.error(block.error_to_finest);
+            }
+        }
+        self.header.mapping = mapping;
+        Ok(self)
     }
 
     /// The block index (`blocks.tlod`), read and checked at [`TiledTerrain::open`].
@@ -150,14 +181,17 @@ impl TiledTerrain {
         {
             return Err(corrupt(&path, Corruption::NonFinite { what: "a sample" }));
         }
+        // The tile's statistics are in the import's world units.
+        let remap = Remap::between(self.imported_mapping, self.header.mapping);
+        let (min_height, max_height) = remap.range(stored.min_height, stored.max_height);
         Ok(Tile {
             level,
             tx,
             ty,
             side,
-            min_height: stored.min_height,
-            max_height: stored.max_height,
-            error: stored.error,
+            min_height,
+            max_height,
+            error: remap.error(stored.error),
             samples,
         })
     }
@@ -224,6 +258,50 @@ impl TiledTerrain {
         }
         let field = Heightfield::new(grid.width, grid.height, assembled)?;
         Ok(field.with_mapping(self.level_mapping(level))?)
+    }
+}
+
+/// The affine map `y' = y · scale + offset` between the world heights of two mappings of
+/// the same raw samples.
+#[derive(Clone, Copy, Debug)]
+struct Remap {
+    scale: f64,
+    offset: f64,
+}
+
+impl Remap {
+    fn between(from: WorldMapping, to: WorldMapping) -> Remap {
+        let scale = f64::from(to.height_scale) / f64::from(from.height_scale);
+        Remap {
+            scale,
+            offset: f64::from(to.height_offset) - f64::from(from.height_offset) * scale,
+        }
+    }
+
+    fn is_identity(&self) -> bool {
+        self.scale == 1.0 && self.offset == 0.0
+    }
+
+    /// The image of the range `lo ..= hi`, rounded outwards (with a margin for the `f64`
+    /// arithmetic).
+    fn range(&self, lo: f32, hi: f32) -> (f32, f32) {
+        if self.is_identity() {
+            return (lo, hi);
+        }
+        let (a, b) = (
+            f64::from(lo) * self.scale + self.offset,
+            f64::from(hi) * self.scale + self.offset,
+        );
+        let margin = (a.abs().max(b.abs()) + self.offset.abs()) * 2f64.powi(-40);
+        (round_down(a.min(b) - margin), round_up(a.max(b) + margin))
+    }
+
+    /// A vertical distance under the new mapping, rounded upwards.
+    fn error(&self, error: f32) -> f32 {
+        if self.is_identity() || error == 0.0 {
+            return error;
+        }
+        round_up(f64::from(error) * self.scale.abs() * (1.0 + 2f64.powi(-40)))
     }
 }
 

@@ -901,3 +901,65 @@ fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
         ));
     }
 }
+
+/// A directory read under another mapping is the same terrain imported with it: the
+/// samples decode with the new mapping, and the carried-over height ranges and errors
+/// bound the exact ones of the remapped field, within a few ulps of them.
+#[test]
+fn another_mapping_reads_as_an_import_with_it() {
+    // The test field's scale is −0.25: the new one flips the heights back up.
+    let mapping = WorldMapping {
+        cell_size: 7.0,
+        height_scale: 3.5,
+        height_offset: -40.0,
+    };
+    for sample_type in sample_types() {
+        let source = field(37, 29, sample_type, 11);
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        import_into(&source, dir.path(), 8);
+        let terrain = TiledTerrain::open(dir.path())
+            .and_then(|t| t.with_mapping(mapping).map_err(TileError::from))
+            .expect("opens under the new mapping");
+        let remapped = source.clone().with_mapping(mapping).expect("valid");
+        let header = terrain.header().clone();
+        assert_eq!(header.mapping, mapping);
+        let (lo, hi) = remapped.world_range();
+        assert!(header.min_height <= lo && header.max_height >= hi);
+
+        let level0 = terrain.to_heightfield(0, u64::MAX).expect("readable");
+        assert_eq!(level0.mapping(), mapping);
+        for (col, row) in [(0, 0), (36, 28), (17, 5)] {
+            assert_eq!(level0.world_y(col, row), remapped.world_y(col, row));
+        }
+
+        let close = |bound: f32, exact: f32| {
+            (f64::from(bound) - f64::from(exact)).abs() <= 1e-5 * f64::from(exact.abs()) + 1e-4
+        };
+        let exact = BlockIndex::from_heightfield(&remapped, &header.levels, header.block_cells);
+        for (level, blocks) in exact.levels.iter().enumerate() {
+            for (i, truth) in blocks.bounds.iter().enumerate() {
+                let bound = terrain.block_index().levels[level].bounds[i];
+                let at = format!("{sample_type:?} level {level} block {i}: {bound:?} {truth:?}");
+                assert!(bound.min_height <= truth.min_height, "{at}");
+                assert!(bound.max_height >= truth.max_height, "{at}");
+                assert!(bound.own_error >= truth.own_error, "{at}");
+                assert!(bound.error_to_finest >= truth.error_to_finest, "{at}");
+                for (b, t) in [
+                    (bound.min_height, truth.min_height),
+                    (bound.max_height, truth.max_height),
+                    (bound.own_error, truth.own_error),
+                ] {
+                    assert!(close(b, t), "{at}");
+                }
+            }
+        }
+        let tile = terrain.read_tile(0, 1, 1).expect("readable");
+        let (lo, hi) = (tile.min_height, tile.max_height);
+        for j in 8..=16 {
+            for i in 8..=16 {
+                let y = remapped.world_y(i, j);
+                assert!(lo <= y && y <= hi, "{y} outside {lo} ..= {hi}");
+            }
+        }
+    }
+}

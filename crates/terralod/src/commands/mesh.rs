@@ -176,7 +176,7 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
             dir.display()
         );
     }
-    let terrain = StreamedTerrain::open(dir, args.terrain.mapping_given())?;
+    let terrain = StreamedTerrain::open(dir, &args.terrain)?;
     let view = args.lod.view(|| args.camera.camera(&terrain.plan), None)?;
     let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
     let selections = settle(&mut algorithm, &view, SETTLE_LIMIT)?;

@@ -35,7 +35,7 @@ pub struct StreamFrame {
 }
 
 pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
-    let terrain = StreamedTerrain::open(dir, args.terrain.mapping_given())?;
+    let terrain = StreamedTerrain::open(dir, &args.terrain)?;
     let tiled = &terrain.tiled;
     let plan = &terrain.plan;
     let wants_oracle = args.check || args.measure_every > 0;

@@ -648,6 +648,9 @@ pub struct AlgorithmEntry {
     pub summary: &'static str,
     /// How the algorithm avoids cracks between levels.
     pub crack_handling: &'static str,
+    /// Whether `build` reads the shared [`Pyramid`]: benchmarks charge its build time and
+    /// memory only to the algorithms that use it.
+    pub uses_pyramid: bool,
     pub build: BuildFn,
 }
 
@@ -668,6 +671,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
               frustum culled, one index buffer per frame",
         crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
+        uses_pyramid: true,
         build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
     },
     AlgorithmEntry {
@@ -676,6 +680,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                   shared index buffers instanced, flood-fill visibility",
         crack_handling: "neighbours differ by at most one level; the finer block draws the \
                          seam variant that matches its coarser neighbour's edge",
+        uses_pyramid: true,
         build: |field, pyramid, options| Box::new(ChunkedLod::new(field, pyramid, *options)),
     },
     AlgorithmEntry {
@@ -684,6 +689,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
               and sub-squares, updated incrementally across frames, drawn as fans",
         crack_handling: "enabling a vertex enables both squares sharing it, enabling a \
                      sub-square its parent's edge vertices at its corners",
+        uses_pyramid: true,
         build: |field, pyramid, options| Box::new(AdaptiveLod::new(field, pyramid, *options)),
     },
     AlgorithmEntry {
@@ -693,6 +699,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
               only when drawing",
         crack_handling: "balanced quadtree (neighbours within one level), seams of the shared \
                      stitched patch, the coarse variant against a coarser neighbour",
+        uses_pyramid: true,
         build: |field, pyramid, options| Box::new(PatchesLod::new(field, pyramid, options.patches)),
     },
     AlgorithmEntry {
@@ -701,6 +708,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
               the finest-grained error-driven mesh, view-dependent or not",
         crack_handling: "a diamond's two triangles split together, and errors and boxes grow \
                      towards the root, so a split never lacks its parents (a conforming mesh)",
+        uses_pyramid: false,
         build: |field, _pyramid, options| Box::new(BintreeLod::new(field, *options)),
     },
     AlgorithmEntry {
@@ -710,6 +718,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
               in-memory tiles",
         crack_handling: "restricted quadtree (forced splits of coarser neighbours when their \
                      tiles are resident), stitched seams against a one-level-coarser neighbour",
+        uses_pyramid: false,
         build: |field, _pyramid, options| {
             Box::new(StreamedLod::new(
                 crate::tiles::MemoryTiles::for_field(field),
@@ -741,6 +750,28 @@ mod tests {
     fn field(side: u32) -> Heightfield {
         let values = (0..side * side).map(|i| (i % 7) as f32).collect();
         Heightfield::from_f32(side, side, values).expect("valid field")
+    }
+
+    /// An algorithm registered as not reading the pyramid selects the same mesh with the
+    /// pyramid of another terrain (so benchmarks may leave the pyramid's cost out of it).
+    #[test]
+    fn algorithms_without_the_pyramid_ignore_it() {
+        let terrain = field(33);
+        let (own, other) = (Pyramid::build(&terrain), Pyramid::build(&field(5)));
+        let view = View::world_error(0.5).expect("valid");
+        let mut checked = 0;
+        for entry in REGISTRY.iter().filter(|e| !e.uses_pyramid) {
+            let mesh = |pyramid: &Pyramid| {
+                let mut algorithm = (entry.build)(&terrain, pyramid, &LodOptions::default());
+                algorithm.select(&view).to_mesh(&terrain)
+            };
+            let (a, b) = (mesh(&own), mesh(&other));
+            assert!(a.triangles.len() > 8, "{}", entry.name);
+            assert_eq!(a.triangles, b.triangles, "{}", entry.name);
+            assert_eq!(a.positions, b.positions, "{}", entry.name);
+            checked += 1;
+        }
+        assert_eq!(checked, 2, "bintree and streamed");
     }
 
     #[test]

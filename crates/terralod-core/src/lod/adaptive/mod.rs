@@ -93,6 +93,9 @@ use render::Morpher;
 use std::time::Instant;
 use update::{ENABLED, WANTED};
 
+// Issue 7 aims below 32 bytes a square (the article reached 36).
+const _: () = assert!(AdaptiveLod::SQUARE_BYTES < 32);
+
 /// Share of the tolerance the topology gets when morphing; the morphs get the rest.
 pub const MORPH_SHARE: f32 = 0.5;
 
@@ -443,7 +446,7 @@ impl<'a> AdaptiveLod<'a> {
         self.enabled
     }
 
-    /// Bytes of one square: its static record plus its state word.
+    /// Bytes of one square: its static record, its state word and its deadline.
     pub const SQUARE_BYTES: usize =
         size_of::<records::SquareRecord>() + size_of::<u32>() + size_of::<Deadline>();
 

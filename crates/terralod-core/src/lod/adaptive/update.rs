@@ -182,7 +182,7 @@ impl AdaptiveLod<'_> {
                 let cid = child.id(cx, cz);
                 let want = straddles
                     || (containment != Containment::Outside && {
-                        let error = self.tree.records[cid].subtree_error;
+                        let error = self.tree.records[cid].subtree_error();
                         let child_box = self.tree.aabb(level + 1, cx, cz);
                         let (fails, test_slack) = if containment == Containment::Inside {
                             tester.fails_slack(error, &child_box)

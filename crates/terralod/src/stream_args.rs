@@ -35,6 +35,18 @@ pub struct StreamArgs {
 }
 
 impl StreamArgs {
+    /// Refuses `--detail-levels` where nothing streams (a file, or an algorithm other than
+    /// `streamed`): it would be ignored without a word.
+    pub fn refuse_detail_unless(&self, streamed: bool) -> anyhow::Result<()> {
+        if self.detail_levels > 0 && !streamed {
+            bail!(
+                "--detail-levels applies to --algo streamed over an imported directory \
+                 (terralod import makes one)"
+            );
+        }
+        Ok(())
+    }
+
     pub fn detail(&self) -> DetailOptions {
         DetailOptions {
             roughness: self.detail_roughness,

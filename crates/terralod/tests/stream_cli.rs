@@ -330,4 +330,19 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("detail levels need tiles"), "{stderr}");
+
+    // Where nothing streams, the flag is refused rather than ignored.
+    let output = terralod(&[
+        "mesh",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "quadtree",
+        "--detail-levels",
+        "1",
+        "--max-error",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--detail-levels applies to"), "{stderr}");
 }

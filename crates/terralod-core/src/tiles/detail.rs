@@ -46,8 +46,9 @@
 //! A detail tile is generated (synchronously, at most `tiles_per_frame` per frame; the
 //! selection draws the coarser block meanwhile) when the selection first asks for it, and
 //! dropped once `keep_frames` selections have passed without asking for it, or sooner when
-//! the tiles held exceed `max_bytes` (least recently used first). With the camera gone,
-//! memory returns to what the stored terrain alone uses.
+//! the tiles held exceed `max_bytes` (least recently used first, never one of the last
+//! two selections'). With the camera gone, memory returns to what the stored terrain alone
+//! uses.
 
 use super::TerrainHeader;
 use super::blocks::BlockBounds;
@@ -72,7 +73,8 @@ pub struct DetailOptions {
     pub keep_frames: u32,
     /// Tiles generated in one selection at most (more wait for the next one).
     pub tiles_per_frame: u32,
-    /// Bytes of generated tiles held at most (beyond it the least recently used go first).
+    /// Bytes of generated tiles held beyond which the least recently used go first (tiles
+    /// the last two selections asked for are kept even beyond it).
     pub max_bytes: u64,
 }
 
@@ -122,9 +124,9 @@ pub struct DetailStats {
     /// Tiles generated and dropped so far.
     pub generated: u64,
     pub dropped: u64,
-    /// Tiles asked for since the last [`TileSource::begin_frame`] (in the selection under
-    /// way or just made) but left for the next one: the frame's budget was spent or the
-    /// stored tile under them was not resident.
+    /// Requests since the last [`TileSource::begin_frame`] (in the selection under way or
+    /// just made) for tiles left for the next one: the frame's budget was spent or the
+    /// stored tile under them was not resident. 0 once the view has all its detail.
     pub deferred: u64,
 }
 
@@ -208,7 +210,13 @@ impl<S: TileSource> DetailTiles<S> {
         let amplitude: Vec<f64> = (0..k)
             .map(|j| f64::from(options.roughness) * detail_cell * f64::from(1u32 << j))
             .collect();
-        let magnitude = f64::from(stored.min_height.abs().max(stored.max_height.abs()));
+        // Stored heights are `fl(fl(raw · s) + o)`: their rounding follows `|raw · s| + |o|`,
+        // which a large offset makes much more than the heights themselves.
+        let offset = f64::from(stored.mapping.height_offset);
+        let scaled = (f64::from(stored.min_height) - offset)
+            .abs()
+            .max((f64::from(stored.max_height) - offset).abs());
+        let magnitude = scaled + offset.abs() + f64::from(stored.max_height.abs());
         let total: f64 = amplitude.iter().sum();
         let slack = if k == 0 {
             0.0
@@ -450,14 +458,16 @@ impl<S: TileSource> DetailTiles<S> {
         self.account(before);
     }
 
-    /// Drops least recently used tiles (not this frame's) until under the byte cap.
+    /// Drops least recently used tiles until under the byte cap, but none the last two
+    /// selections asked for: a view that needs more than the cap keeps what it draws
+    /// (evicting those would regenerate them every frame and never settle).
     fn enforce_cap(&mut self) {
         let tile_bytes = self.tile_bytes();
         while self.tiles.len() as u64 * tile_bytes > self.options.max_bytes {
             let oldest = self
                 .tiles
                 .iter()
-                .filter(|(_, t)| t.used < self.frame)
+                .filter(|(_, t)| t.used + 1 < self.frame)
                 .min_by_key(|(key, t)| (t.used, **key))
                 .map(|(key, _)| *key);
             let Some(key) = oldest else { break };

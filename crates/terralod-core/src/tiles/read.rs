@@ -267,14 +267,18 @@ impl TiledTerrain {
 struct Remap {
     scale: f64,
     offset: f64,
+    /// `|to.offset| + |from.offset · scale|`: the size of what `offset` was computed from.
+    magnitude: f64,
 }
 
 impl Remap {
     fn between(from: WorldMapping, to: WorldMapping) -> Remap {
         let scale = f64::from(to.height_scale) / f64::from(from.height_scale);
+        let moved = f64::from(from.height_offset) * scale;
         Remap {
             scale,
-            offset: f64::from(to.height_offset) - f64::from(from.height_offset) * scale,
+            offset: f64::from(to.height_offset) - moved,
+            magnitude: f64::from(to.height_offset).abs() + moved.abs(),
         }
     }
 
@@ -292,7 +296,9 @@ impl Remap {
             f64::from(lo) * self.scale + self.offset,
             f64::from(hi) * self.scale + self.offset,
         );
-        let margin = (a.abs().max(b.abs()) + self.offset.abs()) * 2f64.powi(-40);
+        // `offset` itself carries the rounding of `from.offset · scale`, which may cancel
+        // against `to.offset`: the margin scales with both terms.
+        let margin = (a.abs().max(b.abs()) + self.offset.abs() + self.magnitude) * 2f64.powi(-40);
         (round_down(a.min(b) - margin), round_up(a.max(b) + margin))
     }
 

@@ -64,7 +64,9 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     if args.lod.max_error.is_some() && args.camera.any_given() {
         bail!("--max-error is view-independent: it takes no camera flags");
     }
-    let selected = match streams(args.terrain.file.as_deref(), entry.name) {
+    let streamed = streams(args.terrain.file.as_deref(), entry.name);
+    args.stream.refuse_detail_unless(streamed.is_some())?;
+    let selected = match streamed {
         Some(dir) => select_streamed(args, dir)?,
         None => select_loaded(args, entry)?,
     };

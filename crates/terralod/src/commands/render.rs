@@ -48,6 +48,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     // `--algo streamed` over an imported directory streams it; the renderer and the default
     // camera then take a coarse level of it (the slots carry the drawn heights).
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
+    args.stream
+        .refuse_detail_unless(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let camera = args.camera.camera_or_default(field)?;

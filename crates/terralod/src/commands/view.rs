@@ -64,6 +64,8 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     // `--algo streamed` over an imported directory streams it: the viewer then holds only
     // its planning level, and the other algorithms (switched to live) draw that level.
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
+    args.stream
+        .refuse_detail_unless(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let camera = args.camera.camera_or_default(field)?;

@@ -185,15 +185,19 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             args.pixel_error
         );
     }
+    // `--algo streamed` alone over an imported directory streams it through the tile
+    // cache; any other run loads the directory's finest level whole, as for a file.
+    let streamed_dir = args
+        .terrain
+        .file
+        .as_deref()
+        .filter(|f| f.is_dir() && !args.scaling)
+        .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|name| name == "streamed"));
+    args.stream.refuse_detail_unless(streamed_dir.is_some())?;
     if args.scaling {
         return run_scaling(args, &entries);
     }
-    // `--algo streamed` alone over an imported directory streams it through the tile
-    // cache; any other run loads the directory's finest level whole, as for a file.
-    if let Some(dir) = args.terrain.file.as_deref().filter(|f| f.is_dir())
-        && args.algos.iter().all(|name| name == "streamed")
-        && !args.algos.is_empty()
-    {
+    if let Some(dir) = streamed_dir {
         return stream::run(args, dir);
     }
     let terrain = args.terrain.load()?;

@@ -41,6 +41,29 @@ fn detail(field: &Heightfield, levels: u32) -> DetailTiles<MemoryTiles> {
     DetailTiles::new(inner, options).expect("valid detail")
 }
 
+/// The streamed algorithm over `field` with `options`' detail.
+fn streamed(field: &Heightfield, options: DetailOptions) -> StreamedLod<DetailTiles<MemoryTiles>> {
+    let inner = MemoryTiles::new(field, SMALL).expect("valid");
+    StreamedLod::new(
+        DetailTiles::new(inner, options).expect("valid"),
+        LodOptions::default(),
+    )
+}
+
+/// A view from `eye` looking ahead and down, close enough to the ground to draw detail.
+fn looking_down_ahead(eye: Vec3) -> View {
+    let camera = Camera::new(
+        eye,
+        eye + Vec3::new(40.0, -30.0, 5.0),
+        1.0,
+        (800, 600),
+        0.5,
+        1e5,
+    )
+    .expect("valid camera");
+    View::screen(camera, 1.0).expect("valid view")
+}
+
 #[test]
 fn the_stored_levels_sit_under_the_detail() {
     let field = bumpy(37, 21);
@@ -238,17 +261,15 @@ fn bad_options_are_refused() {
 #[test]
 fn memory_returns_to_its_baseline_when_the_camera_leaves() {
     let field = bumpy(65, 65);
-    let inner = MemoryTiles::new(&field, SMALL).expect("valid");
-    let stored_bytes = inner.memory_bytes();
+    let stored_bytes = MemoryTiles::new(&field, SMALL)
+        .expect("valid")
+        .memory_bytes();
     let options = DetailOptions {
         keep_frames: 5,
         tiles_per_frame: 2,
         ..DetailOptions::DEFAULT.with_levels(2)
     };
-    let mut lod = StreamedLod::new(
-        DetailTiles::new(inner, options).expect("valid"),
-        LodOptions::default(),
-    );
+    let mut lod = streamed(&field, options);
     let (w, d) = field.world_size();
     let far = Camera::new(
         Vec3::new(0.5 * w, 20.0 * w, 0.5 * d),
@@ -267,21 +288,10 @@ fn memory_returns_to_its_baseline_when_the_camera_leaves() {
     assert_eq!((baseline.tiles, baseline.generated), (0, 0));
     assert!(lod.drawn_blocks().all(|(level, _, _)| level >= 2));
 
-    let low = |t: f32| {
-        let eye = Vec3::new(0.2 * w + t * 0.5 * w, 140.0, 0.5 * d);
-        Camera::new(
-            eye,
-            eye + Vec3::new(40.0, -30.0, 5.0),
-            1.0,
-            (800, 600),
-            0.5,
-            1e5,
-        )
-        .expect("valid camera")
-    };
     let mut most = 0;
     for frame in 0..30 {
-        let view = View::screen(low(frame as f32 / 30.0), 1.0).expect("valid view");
+        let t = frame as f32 / 30.0;
+        let view = looking_down_ahead(Vec3::new(0.2 * w + t * 0.5 * w, 140.0, 0.5 * d));
         lod.select(&view);
         most = most.max(lod.source().stats().tiles);
     }
@@ -308,39 +318,28 @@ fn memory_returns_to_its_baseline_when_the_camera_leaves() {
 fn a_cap_below_the_view_still_settles_on_the_same_mesh() {
     let field = bumpy(65, 65);
     let (w, d) = field.world_size();
-    let eye = Vec3::new(0.3 * w, 120.0, 0.5 * d);
-    let camera = Camera::new(
-        eye,
-        eye + Vec3::new(40.0, -25.0, 5.0),
-        1.0,
-        (800, 600),
-        0.5,
-        1e5,
-    )
-    .expect("valid camera");
-    let view = View::screen(camera, 1.0).expect("valid view");
-    let lod = |options: DetailOptions| {
-        let inner = MemoryTiles::new(&field, SMALL).expect("valid");
-        StreamedLod::new(
-            DetailTiles::new(inner, options).expect("valid"),
-            LodOptions::default(),
-        )
-    };
-    let mut unlimited = lod(DetailOptions {
-        tiles_per_frame: u32::MAX,
-        ..DetailOptions::DEFAULT.with_levels(2)
-    });
+    let view = looking_down_ahead(Vec3::new(0.3 * w, 120.0, 0.5 * d));
+    let mut unlimited = streamed(
+        &field,
+        DetailOptions {
+            tiles_per_frame: u32::MAX,
+            ..DetailOptions::DEFAULT.with_levels(2)
+        },
+    );
     unlimited.select(&view);
     let wanted: Vec<_> = unlimited.drawn_blocks().collect();
     let needed = unlimited.source().stats().tiles;
     assert!(needed > 4, "the view needs {needed} detail tiles");
 
     let one_tile = 9 * 9 * 4;
-    let mut capped = lod(DetailOptions {
-        tiles_per_frame: 1,
-        max_bytes: one_tile,
-        ..DetailOptions::DEFAULT.with_levels(2)
-    });
+    let mut capped = streamed(
+        &field,
+        DetailOptions {
+            tiles_per_frame: 1,
+            max_bytes: one_tile,
+            ..DetailOptions::DEFAULT.with_levels(2)
+        },
+    );
     let mut selections = 0;
     loop {
         capped.select(&view);

@@ -8,46 +8,11 @@
 //! sample. Skips (with a message) without the data.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use glam::Vec3;
 use std::hint::black_box;
-use terralod_benches::{load_gcanyon, straight_flight};
-use terralod_core::Camera;
+use terralod_benches::{gcanyon_cameras as cameras, load_gcanyon, straight_flight};
 use terralod_core::heightfield::Heightfield;
 use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions, REGISTRY, View};
 use terralod_core::pyramid::Pyramid;
-
-/// The three cameras of the table (world metres; the data spans 245,760 × 122,880 m,
-/// heights 130–1870 m): an oblique overview, a low flight looking along the canyon, and
-/// straight down from 20 km. 1920 × 1080, 60°, near 1 m, far 1000 km.
-fn cameras() -> [(&'static str, Camera); 3] {
-    let camera = |eye: Vec3, target: Vec3| {
-        Camera::new(eye, target, 60f32.to_radians(), (1920, 1080), 1.0, 1.0e6)
-            .expect("fixed cameras are valid")
-    };
-    [
-        (
-            "overview",
-            camera(
-                Vec3::new(122_880.0, 40_000.0, 160_000.0),
-                Vec3::new(122_880.0, 0.0, 61_440.0),
-            ),
-        ),
-        (
-            "low-flight",
-            camera(
-                Vec3::new(60_000.0, 2_500.0, 61_440.0),
-                Vec3::new(160_000.0, 1_000.0, 70_000.0),
-            ),
-        ),
-        (
-            "down",
-            camera(
-                Vec3::new(122_880.0, 20_000.0, 61_440.0),
-                Vec3::new(122_880.0, 0.0, 61_440.0),
-            ),
-        ),
-    ]
-}
 
 fn table(field: &Heightfield, pyramid: &Pyramid) {
     let samples = field.len() as f64;

@@ -76,3 +76,36 @@ pub fn straight_flight(
         })
         .collect()
 }
+
+/// The three cameras of the table (world metres; the data spans 245,760 × 122,880 m,
+/// heights 130–1870 m): an oblique overview, a low flight looking along the canyon, and
+/// straight down from 20 km. 1920 × 1080, 60°, near 1 m, far 1000 km.
+pub fn gcanyon_cameras() -> [(&'static str, terralod_core::Camera); 3] {
+    let camera = |eye: glam::Vec3, target: glam::Vec3| {
+        terralod_core::Camera::new(eye, target, 60f32.to_radians(), (1920, 1080), 1.0, 1.0e6)
+            .expect("fixed cameras are valid")
+    };
+    [
+        (
+            "overview",
+            camera(
+                glam::Vec3::new(122_880.0, 40_000.0, 160_000.0),
+                glam::Vec3::new(122_880.0, 0.0, 61_440.0),
+            ),
+        ),
+        (
+            "low-flight",
+            camera(
+                glam::Vec3::new(60_000.0, 2_500.0, 61_440.0),
+                glam::Vec3::new(160_000.0, 1_000.0, 70_000.0),
+            ),
+        ),
+        (
+            "down",
+            camera(
+                glam::Vec3::new(122_880.0, 20_000.0, 61_440.0),
+                glam::Vec3::new(122_880.0, 0.0, 61_440.0),
+            ),
+        ),
+    ]
+}

@@ -13,7 +13,7 @@ mod tests;
 
 pub use screen_error::ErrorProjector;
 
-use glam::{Mat4, Vec3};
+use glam::{Mat4, Vec3, Vec4};
 
 /// A perspective camera looking from `eye` towards `target`, y up.
 ///
@@ -38,6 +38,24 @@ pub struct Camera {
 pub struct Aabb {
     pub min: Vec3,
     pub max: Vec3,
+}
+
+/// Four boxes side by side, one vector per coordinate (`min[axis]`, lane `k` the k-th
+/// box): the tests of four siblings of a quadtree run over all four at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BoxLanes {
+    pub min: [Vec4; 3],
+    pub max: [Vec4; 3],
+}
+
+impl BoxLanes {
+    /// The box of lane `k`.
+    pub fn lane(&self, k: usize) -> Aabb {
+        Aabb {
+            min: Vec3::new(self.min[0][k], self.min[1][k], self.min[2][k]),
+            max: Vec3::new(self.max[0][k], self.max[1][k], self.max[2][k]),
+        }
+    }
 }
 
 /// Where a box lies relative to a frustum.

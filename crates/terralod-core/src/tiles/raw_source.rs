@@ -1,5 +1,5 @@
 //! A headerless raw file (`.r16`/`.raw` u16, `.r32`/`.f32` f32, row-major, row 0 north) as an
-//! import source read by windows: each tile seeks to and reads only the rows it needs, so
+//! import source read by windows: each tile reads only the rows it needs, so
 //! a file larger than memory imports without being loaded.
 
 use super::import::ImportSource;
@@ -7,16 +7,20 @@ use super::{SampleType, TileError};
 use crate::heightfield::{Samples, WorldMapping};
 use crate::io::ByteOrder;
 use std::fs::File;
+#[cfg(not(unix))]
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+#[cfg(not(unix))]
 use std::sync::Mutex;
 
 /// A raw heightfield file, opened and its length checked against its size.
 #[derive(Debug)]
 pub struct RawFileSource {
     path: PathBuf,
-    /// Tile jobs run in parallel; a seek and its reads happen under the lock.
-    file: Mutex<File>,
+    file: File,
+    /// Where reads are not positioned (not Unix), a seek and its read happen under it.
+    #[cfg(not(unix))]
+    seek_lock: Mutex<()>,
     width: u32,
     height: u32,
     sample_type: SampleType,
@@ -69,7 +73,9 @@ impl RawFileSource {
         }
         Ok(RawFileSource {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            file,
+            #[cfg(not(unix))]
+            seek_lock: Mutex::new(()),
             width,
             height,
             sample_type,
@@ -97,43 +103,18 @@ impl ImportSource for RawFileSource {
     }
 
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
-        let io = |source| TileError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        let bytes = self.sample_type.bytes();
-        let (first, last) = (cols[0] as usize, cols[cols.len() - 1] as usize);
-        let mut span = vec![0u8; (last - first + 1) * bytes];
-        let mut raw: Vec<u8> = Vec::with_capacity(cols.len() * rows.len() * bytes);
-        {
-            let mut file = self.file.lock().map_err(|_| TileError::Source {
-                what: format!("{}: a reader panicked", self.path.display()),
-            })?;
-            for &row in rows {
-                let at = (u64::from(row) * u64::from(self.width) + first as u64) * bytes as u64;
-                file.seek(SeekFrom::Start(at)).map_err(io)?;
-                file.read_exact(&mut span).map_err(io)?;
-                for &col in cols {
-                    let i = (col as usize - first) * bytes;
-                    raw.extend_from_slice(&span[i..i + bytes]);
-                }
-            }
-        }
         let little = self.byte_order == ByteOrder::Little;
         Ok(match self.sample_type {
             SampleType::F32 => {
-                let values: Vec<f32> = raw
-                    .chunks_exact(4)
-                    .map(|b| {
-                        let b = [b[0], b[1], b[2], b[3]];
-                        if little {
-                            f32::from_le_bytes(b)
-                        } else {
-                            f32::from_be_bytes(b)
-                        }
-                    })
-                    .collect();
-                if values.iter().any(|v| !v.is_finite()) {
+                let values = self.read_rows(cols, rows, |b| {
+                    let b = [b[0], b[1], b[2], b[3]];
+                    if little {
+                        f32::from_le_bytes(b)
+                    } else {
+                        f32::from_be_bytes(b)
+                    }
+                })?;
+                if !values.iter().all(|v| v.is_finite()) {
                     return Err(TileError::Source {
                         what: format!(
                             "{}: a sample is not a finite number (holes need the whole-file \
@@ -144,17 +125,65 @@ impl ImportSource for RawFileSource {
                 }
                 Samples::F32(values)
             }
-            _ => Samples::U16(
-                raw.chunks_exact(2)
-                    .map(|b| {
-                        if little {
-                            u16::from_le_bytes([b[0], b[1]])
-                        } else {
-                            u16::from_be_bytes([b[0], b[1]])
-                        }
-                    })
-                    .collect(),
-            ),
+            _ => Samples::U16(self.read_rows(cols, rows, |b| {
+                if little {
+                    u16::from_le_bytes([b[0], b[1]])
+                } else {
+                    u16::from_be_bytes([b[0], b[1]])
+                }
+            })?),
         })
+    }
+}
+
+impl RawFileSource {
+    /// The samples at `cols` × `rows`, row-major, each decoded from its bytes: one read of
+    /// the span of `cols` per row, decoded straight into the output (the whole span at
+    /// once when the columns are consecutive).
+    fn read_rows<T>(
+        &self,
+        cols: &[u32],
+        rows: &[u32],
+        decode: impl Fn(&[u8]) -> T,
+    ) -> Result<Vec<T>, TileError> {
+        let bytes = self.sample_type.bytes();
+        let first = cols[0] as usize;
+        let mut span = vec![0u8; (cols[cols.len() - 1] as usize - first + 1) * bytes];
+        let offsets: Vec<usize> = cols.iter().map(|&c| (c as usize - first) * bytes).collect();
+        let contiguous = offsets.len() * bytes == span.len();
+        let mut values = Vec::with_capacity(cols.len() * rows.len());
+        for &row in rows {
+            let at = (u64::from(row) * u64::from(self.width) + first as u64) * bytes as u64;
+            self.read_at(&mut span, at)?;
+            if contiguous {
+                values.extend(span.chunks_exact(bytes).map(&decode));
+            } else {
+                values.extend(offsets.iter().map(|&i| decode(&span[i..i + bytes])));
+            }
+        }
+        Ok(values)
+    }
+
+    /// Fills `buffer` from byte `offset` of the file: a positioned read where the platform
+    /// has one (tile jobs read in parallel), else a seek and a read under the lock.
+    fn read_at(&self, buffer: &mut [u8], offset: u64) -> Result<(), TileError> {
+        let io = |source| TileError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(buffer, offset).map_err(io)
+        }
+        #[cfg(not(unix))]
+        {
+            let _turn = self.seek_lock.lock().map_err(|_| TileError::Source {
+                what: format!("{}: a reader panicked", self.path.display()),
+            })?;
+            let mut file = &self.file;
+            file.seek(SeekFrom::Start(offset)).map_err(io)?;
+            file.read_exact(buffer).map_err(io)
+        }
     }
 }

@@ -1,13 +1,15 @@
 //! Algorithm A along the low flight of `benches/lod.rs` (64 frames, 10 m apart unless the
-//! second argument says otherwise, τ = 1 px, 1920 × 1080): per-frame time of the next frame (state carried) and of a selection from
-//! scratch (state reset), and of Update() alone; a plain binary for profilers
-//! (`valgrind --tool=callgrind`). Run:
-//! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]`.
+//! second argument says otherwise, τ = 1 px, 1920 × 1080): per-frame time of the next frame
+//! (state carried) and of a selection from scratch (state reset), and of Update() alone,
+//! with the sparse tree built for the build tolerance of the third argument (metres,
+//! default 0); a plain binary for profilers (`valgrind --tool=callgrind`). Run:
+//! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]
+//! [build_tolerance_m]`.
 
 use glam::Vec3;
 use std::time::Instant;
 use terralod_benches::{load_gcanyon, straight_flight};
-use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions};
+use terralod_core::lod::{AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions};
 use terralod_core::pyramid::Pyramid;
 
 fn main() {
@@ -19,11 +21,27 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse().ok())
         .unwrap_or(10.0);
+    let tolerance: f32 = std::env::args()
+        .nth(3)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0.0);
     let Some(field) = load_gcanyon() else {
         return;
     };
     let pyramid = Pyramid::build(&field);
-    let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let built = Instant::now();
+    let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
+    let mut lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    println!(
+        "build tolerance {tolerance} m: {} squares ({} pool slots) built in {:.0} ms, \
+         {} static + {} state bytes = {:.2} bytes per square",
+        lod.squares(),
+        lod.pool_slots(),
+        built.elapsed().as_secs_f64() * 1e3,
+        lod.static_bytes(),
+        lod.state_bytes(),
+        lod.bytes_per_square(),
+    );
     let eye0 = Vec3::new(60_000.0, 2_500.0, 61_440.0);
     let heading = (Vec3::new(160_000.0, 1_000.0, 70_000.0) - eye0).normalize();
     let views = straight_flight(eye0, heading, step, 64);

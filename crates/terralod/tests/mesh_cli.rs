@@ -214,8 +214,19 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--pixel-error", "1"], "--eye and --target"),
+        (
+            &[
+                "--max-error",
+                "1",
+                "--algo",
+                "adaptive",
+                "--build-tolerance",
+                "5",
+            ],
+            "--max-error 1 is below --build-tolerance 5",
+        ),
         (&["--max-error", "1", "--pixel-error", "1"], "not both"),
         (&[], "--pixel-error PX"),
         (
@@ -267,6 +278,51 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
         "x.stl",
     ]);
     assert_eq!(output.status.code(), Some(1));
+}
+
+/// `--algo adaptive --build-tolerance M`: a sparser tree, and the export still keeps every
+/// sample within the larger of the two bounds; fewer triangles than the lossless tree for
+/// the same bound.
+#[test]
+fn a_build_tolerance_keeps_the_bound() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let obj = dir.path().join("mesh.obj");
+    let obj_arg = obj.display().to_string();
+    let mut triangles = Vec::new();
+    for tolerance in ["0", "3"] {
+        let json = mesh_json(&[
+            &file,
+            "--raw-size",
+            "49x37",
+            "--cell-size",
+            "10",
+            "--algo",
+            "adaptive",
+            "--max-error",
+            "3",
+            "--build-tolerance",
+            tolerance,
+            "--out",
+            &obj_arg,
+        ]);
+        let mesh = read_obj(&obj);
+        check_mesh(&mesh, None).assert_ok();
+        let errors = measure_error(&field, &mesh, None).expect("no camera");
+        assert_eq!(errors.uncovered, 0);
+        assert!(errors.world.max <= 3.0 + 1e-4, "T {tolerance}: {errors}");
+        triangles.push(json["triangles"].as_u64().expect("a count"));
+    }
+    assert!(triangles[1] <= triangles[0], "{triangles:?}");
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--build-tolerance",
+        "-1",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
 }
 
 /// `--algo chunked` exports exactly the selection the library makes (what the GPU draws,

@@ -1,6 +1,7 @@
 //! LOD flags shared by `mesh`, `render` and `view` (the algorithm and the error bound), and
 //! every algorithm's own options, shared with `bench` too.
 
+use crate::detail_args::DetailArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
@@ -60,6 +61,8 @@ pub struct AlgorithmOptionArgs {
     pub roughness: f32,
     #[command(flatten)]
     pub chunked: ChunkedArgs,
+    #[command(flatten)]
+    pub detail: DetailArgs,
 }
 
 impl AlgorithmOptionArgs {

@@ -196,6 +196,7 @@ impl<'a> QuadtreeLod<'a> {
             vertices: GridVertices {
                 stride: extent.0 + 1,
                 rows: extent.1 + 1,
+                shift: 0,
             },
             stamp: 0,
             drawn: Vec::new(),

@@ -100,10 +100,13 @@
 //! reaching beyond the leaves' extent has all its stored children enabled and draws
 //! nothing itself, so exactly the extent rectangle is drawn.
 
+mod detail;
 mod records;
 mod render;
 mod tree;
 mod update;
+
+pub use detail::{Detail, DetailError};
 
 use super::{
     GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
@@ -391,6 +394,30 @@ pub(super) fn earlier(a: Deadline, b: Deadline) -> Deadline {
     [a[0].min(b[0]), a[1].min(b[1])]
 }
 
+/// The fine grid of a selection with local detail: positions off the terrain's samples,
+/// and samples the footprint covers (`last`: the data's last fine column and row, for the
+/// padding rule), are drawn at heights the grid's own do not give.
+#[derive(Clone, Copy, Debug)]
+struct FineGrid {
+    shift: u32,
+    footprint: [u32; 4],
+    last: (u32, u32),
+}
+
+impl FineGrid {
+    /// Whether the grid's own height at `pos` is not the drawn one.
+    #[inline]
+    fn replaced(&self, pos: crate::heightfield::GridPos) -> bool {
+        let mask = (1 << self.shift) - 1;
+        if (pos.col | pos.row) & mask != 0 {
+            return true;
+        }
+        let (col, row) = (pos.col.min(self.last.0), pos.row.min(self.last.1));
+        let [x0, z0, x1, z1] = self.footprint;
+        (x0..=x1).contains(&col) && (z0..=z1).contains(&row)
+    }
+}
+
 /// Algorithm A. Owns its sparse tree (built from a heightfield, whose heights it then holds
 /// itself), its state and its buffers.
 #[derive(Debug)]
@@ -419,6 +446,8 @@ pub struct AdaptiveLod<'a> {
     vertices: GridVertices,
     indices: Vec<u32>,
     morphs: Vec<MorphedHeight>,
+    /// With local detail: which drawn positions the grid's own heights do not give.
+    fine: Option<FineGrid>,
     /// Squares that drew triangles in the last selection.
     /// (boxes grown to the drawn heights, which geomorphing can move out of them).
     drawn: Vec<Aabb>,
@@ -440,17 +469,52 @@ impl<'a> AdaptiveLod<'a> {
         adaptive: AdaptiveOptions,
     ) -> AdaptiveLod<'a> {
         let tree = tree::build_from_field(field, pyramid, adaptive.build_tolerance);
-        Self::from_tree(tree, options, adaptive)
+        Self::from_tree(tree, options, adaptive, None)
+    }
+
+    /// Builds the algorithm with a finer heightfield inserted (A5's local detail, see
+    /// [`Detail`]): the tree grows `detail.shift()` more levels under the detail's
+    /// footprint only, the selection's grid is the terrain's subdivided `2^shift` times
+    /// ([`GridVertices::shift`]), and every bound holds against the surface the detail
+    /// defines (the detail where it covers, the terrain's full-resolution surface
+    /// elsewhere; module docs of `detail`). `detail` must have been placed on `field`.
+    pub fn with_detail(
+        field: &'a Heightfield,
+        pyramid: &Pyramid,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        detail: &Detail<'_>,
+    ) -> Result<AdaptiveLod<'a>, DetailError> {
+        if !detail.fits(field) {
+            return Err(DetailError::Terrain);
+        }
+        let source = detail::DetailSource::new(field, pyramid, *detail);
+        let tree = tree::build(&source, adaptive.build_tolerance);
+        let fine = FineGrid {
+            shift: detail.shift(),
+            footprint: detail.footprint(),
+            last: (
+                (field.width() - 1) << detail.shift(),
+                (field.height() - 1) << detail.shift(),
+            ),
+        };
+        Ok(Self::from_tree(tree, options, adaptive, Some(fine)))
     }
 
     /// The algorithm over a built tree.
-    fn from_tree(tree: SquareTree, options: LodOptions, adaptive: AdaptiveOptions) -> Self {
+    fn from_tree(
+        tree: SquareTree,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        fine: Option<FineGrid>,
+    ) -> Self {
         let finest = tree.levels.len() - 1;
         let mut state = vec![0; tree.slots()];
         state[0] = ENABLED | WANTED;
         let vertices = GridVertices {
             stride: tree.extent.0 + 1,
             rows: tree.extent.1 + 1,
+            shift: fine.map_or(0, |f| f.shift),
         };
         AdaptiveLod {
             _field: PhantomData,
@@ -474,6 +538,7 @@ impl<'a> AdaptiveLod<'a> {
             tree,
             indices: Vec::new(),
             morphs: Vec::new(),
+            fine,
             drawn: Vec::new(),
             stats: SelectionStats::default(),
         }
@@ -639,6 +704,14 @@ impl LodAlgorithm for AdaptiveLod<'_> {
             },
         };
         let root = self.tree.root_corners;
+        let side = self.tree.levels[0].size;
+        for (k, (col, row)) in [(0, 0), (side, 0), (0, side), (side, side)]
+            .into_iter()
+            .enumerate()
+        {
+            // Drawn by every square at that corner, listed once (with local detail).
+            self.push_morph(crate::heightfield::GridPos::new(col, row), root[k], root[k]);
+        }
         // An edge vertex drawn by both its squares is listed by both, with the same height
         // (consumers take either; sorting them out cost 8 % of a frame).
         self.render(frustum, &morpher, Sq::ROOT, &[OUTSIDE; 4], root);

@@ -253,10 +253,11 @@ impl AdaptiveLod<'_> {
         }
     }
 
-    /// Records a drawn height other than the sample's, for a vertex in the buffer.
-    fn push_morph(&mut self, pos: GridPos, sample: f32, height: f32) {
+    /// Records a drawn height other than the grid's own, for a vertex in the buffer: a
+    /// morphed one, or with local detail one the grid's sample does not give.
+    pub(super) fn push_morph(&mut self, pos: GridPos, sample: f32, height: f32) {
         let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
-        if inside && height != sample {
+        if inside && (height != sample || self.fine.is_some_and(|f| f.replaced(pos))) {
             self.morphs.push(MorphedHeight {
                 vertex: self.vertices.index(pos),
                 height,

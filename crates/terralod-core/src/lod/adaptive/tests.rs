@@ -191,7 +191,7 @@ fn the_lossless_sparse_tree_selects_what_the_full_tree_does() {
             .sum();
         assert_eq!(full_tree.squares(), nodes);
         let options = AdaptiveOptions::default();
-        let mut full = AdaptiveLod::from_tree(full_tree, LodOptions::default(), options);
+        let mut full = AdaptiveLod::from_tree(full_tree, LodOptions::default(), options, None);
         let mut sparse = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
         assert!(sparse.squares() < full.squares(), "{width} x {height}");
         assert_eq!(
@@ -307,4 +307,51 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
             "{carried_visits} squares evaluated along the flight, {fresh_visits} from scratch"
         );
     }
+}
+
+/// A detail's cell size must be the terrain's divided by a power of two, its origin on its
+/// lattice, its footprint on the terrain, its grid addressable, and it must be inserted
+/// into the terrain it was placed on.
+#[test]
+fn bad_details_are_refused() {
+    let terrain = stepped_field(33, 33, 1);
+    let detail = stepped_field(9, 5, 2);
+    let place = |origin: (f32, f32), cell: f32| Detail::new(&terrain, &detail, origin, cell);
+    for cell in [0.3, 1.0, 2.0, 0.0, -0.5, f32::NAN, f32::INFINITY, 1.0 / 3.0] {
+        assert!(
+            matches!(place((0.0, 0.0), cell), Err(DetailError::CellSize { .. })),
+            "{cell}"
+        );
+    }
+    let fine = place((2.5, 7.25), 0.25).expect("on the lattice");
+    assert_eq!((fine.shift(), fine.origin()), (2, (10, 29)));
+    assert_eq!(fine.footprint(), [10, 29, 18, 33]);
+    assert!(matches!(
+        place((0.1, 0.0), 0.25),
+        Err(DetailError::Origin { .. })
+    ));
+    assert!(matches!(
+        place((f32::NAN, 0.0), 0.25),
+        Err(DetailError::Origin { .. })
+    ));
+    assert!(matches!(
+        place((40.0, 0.0), 0.5),
+        Err(DetailError::Outside { .. })
+    ));
+    assert!(matches!(
+        place((-5.0, -3.0), 0.5),
+        Err(DetailError::Outside { .. })
+    ));
+    assert!(place((-4.0, -2.0), 0.5).is_ok(), "a corner overlaps");
+    assert!(matches!(
+        place((0.0, 0.0), 1.0 / 65536.0),
+        Err(DetailError::TooFine { .. })
+    ));
+    let other = stepped_field(17, 17, 1);
+    let pyramid = Pyramid::build(&other);
+    let options = AdaptiveOptions::default();
+    assert!(matches!(
+        AdaptiveLod::with_detail(&other, &pyramid, LodOptions::default(), options, &fine),
+        Err(DetailError::Terrain)
+    ));
 }

@@ -285,6 +285,11 @@ pub(super) struct DetailSource<'a> {
     region: [u32; 4],
     scale: f64,
     offset: f64,
+    /// Raw range of the terrain and the detail together, whether both are integer, and
+    /// the rounding slack of float samples (raw units).
+    range: (f64, f64),
+    integer: bool,
+    slack: f64,
 }
 
 impl<'a> DetailSource<'a> {
@@ -322,8 +327,13 @@ impl<'a> DetailSource<'a> {
             ((z1 / leaf + 2) * leaf).min(ez),
         ];
         let mapping = field.mapping();
+        let base = FieldSource::new(field, pyramid);
+        let ((a, b), (c, d)) = (base.raw_range(), detail.field.raw_range());
+        let range = (f64::from(a.min(c)), f64::from(b.max(d)));
+        let is_integer = |f: &Heightfield| !matches!(f.samples(), Samples::F32(_));
+        let integer = is_integer(field) && is_integer(detail.field);
         let mut source = DetailSource {
-            base: FieldSource { field, pyramid },
+            base,
             detail,
             shapes,
             base_levels,
@@ -331,6 +341,13 @@ impl<'a> DetailSource<'a> {
             region,
             scale: f64::from(mapping.height_scale),
             offset: f64::from(mapping.height_offset),
+            range,
+            integer,
+            slack: if integer {
+                0.0
+            } else {
+                range.0.abs().max(range.1.abs()) * 2f64.powi(-45)
+            },
         };
         source.near = source.near_levels();
         source
@@ -550,14 +567,7 @@ impl<'a> DetailSource<'a> {
 
     /// Smallest and largest raw value of the terrain and the detail.
     fn raw_range(&self) -> (f64, f64) {
-        let (a, b) = self.base.field.raw_range();
-        let (c, d) = self.detail.field.raw_range();
-        (f64::from(a.min(c)), f64::from(b.max(d)))
-    }
-
-    fn integer(&self) -> bool {
-        let integer = |f: &Heightfield| !matches!(f.samples(), Samples::F32(_));
-        integer(self.base.field) && integer(self.detail.field)
+        self.range
     }
 }
 
@@ -590,7 +600,7 @@ impl Source for DetailSource<'_> {
             hi,
             self.scale,
             self.offset,
-            self.integer().then_some(unit),
+            self.integer.then_some(unit),
         )
     }
 
@@ -604,16 +614,10 @@ impl Source for DetailSource<'_> {
     }
 
     fn world_error(&self, raw: f64) -> f32 {
-        let slack = if self.integer() {
-            0.0
-        } else {
-            let (lo, hi) = self.raw_range();
-            lo.abs().max(hi.abs()) * 2f64.powi(-45)
-        };
         if raw == 0.0 {
             0.0
         } else {
-            self.base.world_error(raw + slack)
+            self.base.world_error(raw + self.slack)
         }
     }
 

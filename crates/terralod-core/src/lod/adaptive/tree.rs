@@ -440,6 +440,23 @@ pub(super) trait Source: Sync {
 pub(super) struct FieldSource<'a> {
     pub field: &'a Heightfield,
     pub pyramid: &'a Pyramid,
+    /// The field's raw range (scanned once: `raw_range` visits every sample).
+    range: (f32, f32),
+}
+
+impl<'a> FieldSource<'a> {
+    pub fn new(field: &'a Heightfield, pyramid: &'a Pyramid) -> Self {
+        FieldSource {
+            field,
+            pyramid,
+            range: field.raw_range(),
+        }
+    }
+
+    /// Smallest and largest raw value.
+    pub fn raw_range(&self) -> (f32, f32) {
+        self.range
+    }
 }
 
 impl Source for FieldSource<'_> {
@@ -466,7 +483,7 @@ impl Source for FieldSource<'_> {
     }
 
     fn codes(&self) -> HeightCodes {
-        let (lo, hi) = self.field.raw_range();
+        let (lo, hi) = self.range;
         let mapping = self.field.mapping();
         let integer = !matches!(self.field.samples(), Samples::F32(_));
         HeightCodes::new(
@@ -479,7 +496,7 @@ impl Source for FieldSource<'_> {
     }
 
     fn box_codes(&self) -> HeightCodes {
-        let (lo, hi) = self.field.raw_range();
+        let (lo, hi) = self.range;
         let mapping = self.field.mapping();
         HeightCodes::new(
             f64::from(lo),
@@ -499,7 +516,7 @@ impl Source for FieldSource<'_> {
         if raw == 0.0 {
             return 0.0;
         }
-        let (lo, hi) = self.field.raw_range();
+        let (lo, hi) = self.range;
         let slack = match self.field.samples() {
             Samples::F32(_) => f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45),
             Samples::U16(_) | Samples::I16(_) => 0.0,
@@ -943,5 +960,5 @@ pub(super) fn build_from_field(
     pyramid: &Pyramid,
     tolerance: f32,
 ) -> SquareTree {
-    build(&FieldSource { field, pyramid }, tolerance)
+    build(&FieldSource::new(field, pyramid), tolerance)
 }

@@ -10,7 +10,8 @@
 //! state carried across frames (frame stamps, incremental trees) lives inside it too.
 //!
 //! A selection is either explicit triangles over the static grid vertex buffer (vertex
-//! `row * stride + col`, one index buffer filled per frame: algorithms Q and A) or patches
+//! `row * stride + col`, one index buffer filled per frame: algorithms Q and A; with
+//! algorithm A's local detail the grid is subdivided, [`GridVertices::shift`]) or patches
 //! instanced over index buffers shared by every patch (algorithms C and P). Both can be
 //! expanded into a [`GridMesh`] ([`Selection::to_mesh`]) so one checker serves all.
 //! Vertex morphing plugs in through [`MorphedHeight`]: the drawn height of a vertex that is

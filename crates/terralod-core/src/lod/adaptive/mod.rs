@@ -94,6 +94,13 @@
 //! With `T = 0` (the default) `L = 0`: the sparse tree selects exactly what the full tree
 //! does (tested), with the squares below which nothing has an error left out.
 //!
+//! # Local detail (A5, the article's road)
+//!
+//! [`AdaptiveLod::with_detail`] inserts a finer heightfield ([`Detail`]): the tree is built
+//! over the terrain's grid subdivided `2^k` times and grows finer levels only under the
+//! detail's footprint. Every guarantee above holds against the surface the detail defines
+//! (module docs of `detail`); the selection's grid says so with [`GridVertices::shift`].
+//!
 //! # Padding
 //!
 //! As algorithm Q: squares that do not intersect the data are not stored, a square

@@ -7,7 +7,7 @@
 //! there plus bumps (16-bit: ±1 raw unit, ±10 m; float: ±0.5 m). A plain
 //! binary for profilers (`valgrind --tool=callgrind`). Run:
 //! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]
-//! [build_tolerance_m] [none|u16|f32]`.
+//! [build_tolerance_m] [none|u16|f32] [subdivision, default 4]`.
 
 use glam::Vec3;
 use std::time::Instant;
@@ -30,18 +30,23 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(0.0);
     let kind = std::env::args().nth(4).unwrap_or_default();
+    let factor: u32 = std::env::args()
+        .nth(5)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(4);
     let Some(field) = load_gcanyon() else {
         return;
     };
     let pyramid = Pyramid::build(&field);
     let detail_field = match kind.as_str() {
-        "u16" | "f32" => Some(bumpy_detail(&field, kind == "f32")),
+        "u16" | "f32" => Some(bumpy_detail(&field, kind == "f32", factor)),
         _ => None,
     };
     let origin = (59_040.0, 53_760.0);
-    let detail = detail_field
-        .as_ref()
-        .map(|d| Detail::new(&field, d, origin, 15.0).expect("the detail lies on the terrain"));
+    let detail = detail_field.as_ref().map(|d| {
+        Detail::new(&field, d, origin, 60.0 / factor as f32)
+            .expect("the detail lies on the terrain")
+    });
     let built = Instant::now();
     let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
     let mut lod = match &detail {
@@ -104,16 +109,17 @@ fn main() {
     );
 }
 
-/// 1025 × 1025 samples 4 × finer than `field` from the world position the flight starts
-/// near: the terrain's full-resolution surface (bilinear between its samples) plus bumps,
-/// as 16-bit raw units or as floats.
-fn bumpy_detail(field: &Heightfield, float: bool) -> Heightfield {
+/// 1025 × 1025 samples `factor` times finer than `field` from the world position the
+/// flight starts near: the terrain's full-resolution surface (bilinear between its
+/// samples) plus bumps, as 16-bit raw units or as floats.
+fn bumpy_detail(field: &Heightfield, float: bool, factor: u32) -> Heightfield {
     let side = 1025u32;
     let (c0, r0) = (59_040.0 / 60.0, 53_760.0 / 60.0);
     let mut values = Vec::with_capacity((side * side) as usize);
     for j in 0..side {
         for i in 0..side {
-            let (x, z) = (c0 + f64::from(i) / 4.0, r0 + f64::from(j) / 4.0);
+            let n = f64::from(factor);
+            let (x, z) = (c0 + f64::from(i) / n, r0 + f64::from(j) / n);
             let (c, r) = (x.floor() as u32, z.floor() as u32);
             let (fx, fz) = (x - x.floor(), z - z.floor());
             let h = |c: u32, r: u32| f64::from(field.raw_clamped(c, r));

@@ -535,19 +535,39 @@ impl Source for FieldSource<'_> {
     }
 }
 
-/// Which squares have children, per level, while building.
+/// Which squares have children, per level, while building: a bit per square of the
+/// level where that is small, else a set (the finer levels of a local detail have up to
+/// 4^k times the terrain's squares, of which only those near the footprint can be
+/// marked); and the marked squares of each level in the order they were marked.
 struct Marks {
-    levels: Vec<Vec<bool>>,
+    levels: Vec<Membership>,
+    lists: Vec<Vec<(u32, u32)>>,
     shapes: Vec<LevelShape>,
 }
+
+enum Membership {
+    Dense(Vec<bool>),
+    Sparse(std::collections::HashSet<(u32, u32)>),
+}
+
+/// Largest level kept as one bit per square while building.
+const DENSE_MARKS: usize = 1 << 24;
 
 impl Marks {
     fn new(shapes: &[LevelShape]) -> Marks {
         Marks {
             levels: shapes
                 .iter()
-                .map(|s| vec![false; s.nx as usize * s.nz as usize])
+                .map(|s| {
+                    let n = s.nx as usize * s.nz as usize;
+                    if n <= DENSE_MARKS {
+                        Membership::Dense(vec![false; n])
+                    } else {
+                        Membership::Sparse(Default::default())
+                    }
+                })
                 .collect(),
+            lists: vec![Vec::new(); shapes.len()],
             shapes: shapes.to_vec(),
         }
     }
@@ -555,21 +575,40 @@ impl Marks {
     #[inline]
     fn get(&self, level: usize, ix: u32, iz: u32) -> bool {
         let s = self.shapes[level];
-        s.present(ix, iz) && self.levels[level][iz as usize * s.nx as usize + ix as usize]
+        s.present(ix, iz)
+            && match &self.levels[level] {
+                Membership::Dense(bits) => bits[iz as usize * s.nx as usize + ix as usize],
+                Membership::Sparse(set) => set.contains(&(ix, iz)),
+            }
     }
 
     /// Marks a present square; true if it was not marked.
     fn set(&mut self, level: usize, ix: u32, iz: u32) -> bool {
         let s = self.shapes[level];
         debug_assert!(s.present(ix, iz));
-        let slot = &mut self.levels[level][iz as usize * s.nx as usize + ix as usize];
-        !std::mem::replace(slot, true)
+        let new = match &mut self.levels[level] {
+            Membership::Dense(bits) => {
+                !std::mem::replace(&mut bits[iz as usize * s.nx as usize + ix as usize], true)
+            }
+            Membership::Sparse(set) => set.insert((ix, iz)),
+        };
+        if new {
+            self.lists[level].push((ix, iz));
+        }
+        new
     }
 
     /// Whether a present square is stored (the root, or its parent has children).
     fn exists(&self, level: usize, ix: u32, iz: u32) -> bool {
         level == 0 || self.get(level - 1, ix / 2, iz / 2)
     }
+}
+
+/// The present children of `(ix, iz)` on the next level.
+fn children(next: LevelShape, ix: u32, iz: u32) -> impl Iterator<Item = (u32, u32)> {
+    (0..4)
+        .map(move |k| (2 * ix + (k & 1), 2 * iz + (k >> 1)))
+        .filter(move |&(x, z)| next.present(x, z))
 }
 
 /// The position beside `(ix, iz)` on `side`, if it is inside the level's grid.
@@ -634,12 +673,24 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
     let rounding = source.largest_height() * 2f64.powi(-23);
 
     // Which squares have children: rule 1, then rules 2 and 3 until nothing changes.
+    // Rule 1, coarse to fine over the squares that exist: subtree errors and reaching
+    // beyond the data are monotone towards the root, so a square it marks has a marked
+    // parent.
     let mut marks = Marks::new(&shapes);
-    for (level, shape) in shapes.iter().enumerate().take(finest) {
-        for iz in 0..shape.nz {
-            for ix in 0..shape.nx {
-                if straddles(level, ix, iz) || source.bounds(level, ix, iz).2 > tolerance {
-                    marks.set(level, ix, iz);
+    let rule_one = |level: usize, ix: u32, iz: u32| {
+        level < finest && (straddles(level, ix, iz) || source.bounds(level, ix, iz).2 > tolerance)
+    };
+    if rule_one(0, 0, 0) {
+        marks.set(0, 0, 0);
+    }
+    for level in 0..finest.saturating_sub(1) {
+        let mut i = 0;
+        while i < marks.lists[level].len() {
+            let (ix, iz) = marks.lists[level][i];
+            i += 1;
+            for (cx, cz) in children(shapes[level + 1], ix, iz) {
+                if rule_one(level + 1, cx, cz) {
+                    marks.set(level + 1, cx, cz);
                 }
             }
         }
@@ -678,12 +729,13 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
                 }
             }
         };
-    for (level, shape) in shapes.iter().enumerate().skip(1) {
-        for iz in 0..shape.nz {
-            for ix in 0..shape.nx {
-                if marks.exists(level, ix, iz) {
-                    check(&mut marks, &mut work, level, ix, iz);
-                }
+    for (level, &shape) in shapes.iter().enumerate().skip(1) {
+        let mut i = 0;
+        while i < marks.lists[level - 1].len() {
+            let (px, pz) = marks.lists[level - 1][i];
+            i += 1;
+            for (cx, cz) in children(shape, px, pz) {
+                check(&mut marks, &mut work, level, cx, cz);
             }
         }
     }
@@ -698,12 +750,8 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
             }
         }
         // Its children now exist.
-        let child = shapes[level + 1];
-        for k in 0..4 {
-            let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
-            if child.present(cx, cz) {
-                check(&mut marks, &mut work, level + 1, cx, cz);
-            }
+        for (cx, cz) in children(shapes[level + 1], ix, iz) {
+            check(&mut marks, &mut work, level + 1, cx, cz);
         }
     }
 
@@ -938,16 +986,12 @@ impl SquareTree {
 fn balance(marks: &mut Marks, shapes: &[LevelShape], finest: usize) {
     for level in (1..finest).rev() {
         let shape = shapes[level];
-        for iz in 0..shape.nz {
-            for ix in 0..shape.nx {
-                if !marks.get(level, ix, iz) {
-                    continue;
-                }
-                marks.set(level - 1, ix / 2, iz / 2);
-                for side in [EAST, SOUTH, NORTH, WEST] {
-                    if let Some((x, z)) = beside(shape, ix, iz, side) {
-                        marks.set(level - 1, x / 2, z / 2);
-                    }
+        for i in 0..marks.lists[level].len() {
+            let (ix, iz) = marks.lists[level][i];
+            marks.set(level - 1, ix / 2, iz / 2);
+            for side in [EAST, SOUTH, NORTH, WEST] {
+                if let Some((x, z)) = beside(shape, ix, iz, side) {
+                    marks.set(level - 1, x / 2, z / 2);
                 }
             }
         }

@@ -5,9 +5,12 @@
 //! the terrain's full-resolution mesh (its finest 3 × 3 fans), on the grid subdivided
 //! `2^k` times. Every selection is watertight, within τ of that surface (geomorphs
 //! applied), deterministic and equal to a fresh instance's; a world error keeps every
-//! fine sample within M. The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
+//! fine sample within M; with a build tolerance T, within max(M, T) and τ plus T
+//! projected. The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
 
+use glam::Vec3;
 use proptest::prelude::*;
+use terralod_core::camera::Aabb;
 use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, Detail, LodAlgorithm, LodOptions, Selection, View,
 };
@@ -160,6 +163,7 @@ proptest! {
         (terrain, detail_field, k, origin, cameras, tolerance) in arb_detail_scene(),
         world_fraction in 0.0f32..0.3,
         morph in any::<bool>(),
+        build_fraction in prop_oneof![Just(0.0f32), 0.0f32..0.3],
     ) {
         let fine_cell = terrain.mapping().cell_size / (1u32 << k) as f32;
         let world_origin = (origin.0 as f32 * fine_cell, origin.1 as f32 * fine_cell);
@@ -170,14 +174,17 @@ proptest! {
         prop_assert_eq!(detail.origin(), origin);
         let fine = fine_surface(&terrain, &detail_field, origin, k);
         let pyramid = Pyramid::build(&terrain);
-        let options = AdaptiveOptions::default().with_morph(morph);
+        let (lo, hi) = fine.world_range();
+        let build_tolerance = (hi - lo) * build_fraction;
+        let options = AdaptiveOptions::default()
+            .with_morph(morph)
+            .with_build_tolerance(build_tolerance);
         let build = || {
             AdaptiveLod::with_detail(&terrain, &pyramid, LodOptions::default(), options, &detail)
                 .expect("placed on this terrain")
         };
         let mut walker = build();
         prop_assert_eq!(walker.grid_vertices().shift, k);
-        let (lo, hi) = fine.world_range();
         let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
         let max_error = ((hi - lo) * world_fraction).max(1e-3 * (hi - lo).max(1.0));
         let world = View::world_error(max_error).expect("valid");
@@ -187,9 +194,11 @@ proptest! {
         let errors = measure_error(&fine, &mesh, None).expect("no camera");
         prop_assert_eq!(errors.uncovered, 0, "{}", errors);
         prop_assert!(
-            errors.world.max <= f64::from(max_error) * (1.0 + 1e-6) + rounding,
-            "M {}: {}", max_error, errors
+            errors.world.max <= f64::from(max_error.max(build_tolerance)) * (1.0 + 1e-6) + rounding,
+            "M {} T {}: {}", max_error, build_tolerance, errors
         );
+        let side = (fine.padded_side() - 1) as f32 * fine.mapping().cell_size;
+        let terrain_box = Aabb::new(Vec3::new(0.0, lo, 0.0), Vec3::new(side, hi, side));
         for (camera, cull) in &cameras {
             let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
             let selection = walker.select(&view);
@@ -198,12 +207,17 @@ proptest! {
             prop_assert!(carried == frame(&build().select(&view)), "differs from a fresh selection");
             let report = check_mesh(&mesh, None);
             prop_assert!(report.is_watertight(), "{}", report);
+            // τ, plus the build tolerance projected over the terrain (when that is finite).
+            let extra = view.projected_error_bound(build_tolerance, &terrain_box, false);
+            if !extra.is_finite() {
+                continue;
+            }
             let errors = measure_error(&fine, &mesh, Some(camera)).expect("valid camera");
             let projected = errors.projected.expect("camera given");
             prop_assert_eq!(projected.clipped, 0);
             prop_assert!(
-                projected.max <= f64::from(tolerance) * (1.0 + 1e-4),
-                "projected error {} > τ {}: {}", projected.max, tolerance, errors
+                projected.max <= (f64::from(tolerance) + f64::from(extra)) * (1.0 + 1e-4),
+                "projected error {} > τ {} + {}: {}", projected.max, tolerance, extra, errors
             );
         }
     }

@@ -42,7 +42,7 @@ use rayon::prelude::*;
 pub enum DetailError {
     #[error(
         "detail cell size {cell_size} must be the terrain's cell size {terrain} divided by a \
-         power of two (2 to 65536)"
+         power of two (2 to 256)"
     )]
     CellSize { cell_size: f32, terrain: f32 },
     #[error(
@@ -65,6 +65,10 @@ pub enum DetailError {
     #[error("the detail was placed on another terrain")]
     Terrain,
 }
+
+/// Finest subdivision of a detail: 256 positions per terrain cell (a square of the
+/// detail's first level then has 257² positions, all of which its bounds visit).
+pub const MAX_SHIFT: u32 = 8;
 
 /// A finer heightfield placed on a terrain: validated once, inserted by
 /// [`super::AdaptiveLod::with_detail`].
@@ -109,7 +113,9 @@ impl<'a> Detail<'a> {
         }
         let ratio = f64::from(base) / f64::from(cell_size);
         let shift = ratio.log2().round();
-        if !(1.0..=16.0).contains(&shift) || (ratio / shift.exp2() - 1.0).abs() > 1e-6 {
+        if !(1.0..=f64::from(MAX_SHIFT)).contains(&shift)
+            || (ratio / shift.exp2() - 1.0).abs() > 1e-6
+        {
             return Err(cell_error);
         }
         let shift = shift as u32;

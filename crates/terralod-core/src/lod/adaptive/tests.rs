@@ -344,7 +344,12 @@ fn bad_details_are_refused() {
     ));
     assert!(place((-4.0, -2.0), 0.5).is_ok(), "a corner overlaps");
     assert!(matches!(
-        place((0.0, 0.0), 1.0 / 65536.0),
+        place((0.0, 0.0), 1.0 / 512.0),
+        Err(DetailError::CellSize { .. })
+    ));
+    let big = Heightfield::new(4097, 4097, Samples::U16(vec![0; 4097 * 4097])).expect("valid");
+    assert!(matches!(
+        Detail::new(&big, &detail, (0.0, 0.0), 1.0 / 32.0),
         Err(DetailError::TooFine { .. })
     ));
     let other = stepped_field(17, 17, 1);

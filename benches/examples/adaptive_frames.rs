@@ -1,13 +1,19 @@
 //! Algorithm A along the low flight of `benches/lod.rs` (64 frames, 10 m apart unless the
-//! second argument says otherwise, τ = 1 px, 1920 × 1080): per-frame time of the next frame (state carried) and of a selection from
-//! scratch (state reset), and of Update() alone; a plain binary for profilers
-//! (`valgrind --tool=callgrind`). Run:
-//! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]`.
+//! second argument says otherwise, τ = 1 px, 1920 × 1080): per-frame time of the next frame
+//! (state carried) and of a selection from scratch (state reset), and of Update() alone,
+//! with the sparse tree built for the build tolerance of the third argument (metres,
+//! default 0), and with a local detail when the fourth says `u16` or `f32`: 1025 × 1025
+//! samples 15 m apart (4 × finer) around the flight's start, the terrain's own surface
+//! there plus bumps (16-bit: ±1 raw unit, ±10 m; float: ±0.5 m). A plain
+//! binary for profilers (`valgrind --tool=callgrind`). Run:
+//! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]
+//! [build_tolerance_m] [none|u16|f32] [subdivision, default 4]`.
 
 use glam::Vec3;
 use std::time::Instant;
 use terralod_benches::{load_gcanyon, straight_flight};
-use terralod_core::lod::{AdaptiveLod, LodAlgorithm, LodOptions};
+use terralod_core::heightfield::{Heightfield, Samples};
+use terralod_core::lod::{AdaptiveLod, AdaptiveOptions, Detail, LodAlgorithm, LodOptions};
 use terralod_core::pyramid::Pyramid;
 
 fn main() {
@@ -19,11 +25,47 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse().ok())
         .unwrap_or(10.0);
+    let tolerance: f32 = std::env::args()
+        .nth(3)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0.0);
+    let kind = std::env::args().nth(4).unwrap_or_default();
+    let factor: u32 = std::env::args()
+        .nth(5)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(4);
     let Some(field) = load_gcanyon() else {
         return;
     };
     let pyramid = Pyramid::build(&field);
-    let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let detail_field = match kind.as_str() {
+        "u16" | "f32" => Some(bumpy_detail(&field, kind == "f32", factor)),
+        _ => None,
+    };
+    let origin = (59_040.0, 53_760.0);
+    let detail = detail_field.as_ref().map(|d| {
+        Detail::new(&field, d, origin, 60.0 / factor as f32)
+            .expect("the detail lies on the terrain")
+    });
+    let built = Instant::now();
+    let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
+    let mut lod = match &detail {
+        Some(detail) => {
+            AdaptiveLod::with_detail(&field, &pyramid, LodOptions::default(), options, detail)
+                .expect("placed on this terrain")
+        }
+        None => AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options),
+    };
+    println!(
+        "build tolerance {tolerance} m, detail {kind:?}: {} squares ({} pool slots) built in \
+         {:.0} ms, {} static + {} state bytes = {:.2} bytes per square",
+        lod.squares(),
+        lod.pool_slots(),
+        built.elapsed().as_secs_f64() * 1e3,
+        lod.static_bytes(),
+        lod.state_bytes(),
+        lod.bytes_per_square(),
+    );
     let eye0 = Vec3::new(60_000.0, 2_500.0, 61_440.0);
     let heading = (Vec3::new(160_000.0, 1_000.0, 70_000.0) - eye0).normalize();
     let views = straight_flight(eye0, heading, step, 64);
@@ -65,4 +107,41 @@ fn main() {
         "  update ratio {:.2}, squares evaluated per frame: next {next_visits}, scratch {scratch_visits}",
         scratch_update / next_update
     );
+}
+
+/// 1025 × 1025 samples `factor` times finer than `field` from the world position the
+/// flight starts near: the terrain's full-resolution surface (bilinear between its
+/// samples) plus bumps, as 16-bit raw units or as floats.
+fn bumpy_detail(field: &Heightfield, float: bool, factor: u32) -> Heightfield {
+    let side = 1025u32;
+    let (c0, r0) = (59_040.0 / 60.0, 53_760.0 / 60.0);
+    let mut values = Vec::with_capacity((side * side) as usize);
+    for j in 0..side {
+        for i in 0..side {
+            let n = f64::from(factor);
+            let (x, z) = (c0 + f64::from(i) / n, r0 + f64::from(j) / n);
+            let (c, r) = (x.floor() as u32, z.floor() as u32);
+            let (fx, fz) = (x - x.floor(), z - z.floor());
+            let h = |c: u32, r: u32| f64::from(field.raw_clamped(c, r));
+            let base = (1.0 - fz) * ((1.0 - fx) * h(c, r) + fx * h(c + 1, r))
+                + fz * ((1.0 - fx) * h(c, r + 1) + fx * h(c + 1, r + 1));
+            let bump = f64::from((i * 7 + j * 13) % 3) - 1.0;
+            values.push(if float {
+                base + bump * 0.05
+            } else {
+                (base + bump).round()
+            });
+        }
+    }
+    let samples = if float {
+        Samples::F32(values.iter().map(|&v| v as f32).collect())
+    } else {
+        Samples::U16(
+            values
+                .iter()
+                .map(|&v| v.clamp(0.0, 65_535.0) as u16)
+                .collect(),
+        )
+    };
+    Heightfield::new(side, side, samples).expect("a valid detail")
 }

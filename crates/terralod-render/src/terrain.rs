@@ -74,7 +74,8 @@ struct FrameUniforms {
     mode: [u32; 4],
     patch_morph: [f32; 4],
     patch_morph_range: [f32; 4],
-    /// x: vertices of all pool slots; y: vertices per slot.
+    /// x: vertices of all pool slots; y: vertices per slot; z: the grid's subdivision
+    /// (`GridVertices::shift`, local detail).
     slots: [u32; 4],
 }
 
@@ -373,7 +374,7 @@ impl TerrainRenderer {
                     index_count: indices.len() as u32,
                 };
                 (
-                    (vertices.stride, vertices.rows),
+                    (vertices.stride, vertices.rows, vertices.shift),
                     0,
                     self.scratch_morphs.len(),
                 )
@@ -408,7 +409,11 @@ impl TerrainRenderer {
                     bytes += std::mem::size_of_val(self.scratch_patches.as_slice()) as u64;
                 }
                 self.draw = DrawList::Patches;
-                ((vertices.stride, vertices.rows), patch_side, 0)
+                (
+                    (vertices.stride, vertices.rows, vertices.shift),
+                    patch_side,
+                    0,
+                )
             }
         };
         self.line_vertices = lines.vertices().len() as u32;
@@ -544,7 +549,7 @@ impl TerrainRenderer {
     fn uniforms(
         &self,
         settings: &FrameSettings,
-        grid: (u32, u32),
+        grid: (u32, u32, u32),
         patch_side: u32,
         morph_count: u32,
         patch_morph: Option<&PatchMorph>,
@@ -606,7 +611,7 @@ impl TerrainRenderer {
             slots: [
                 self.slots.total_vertices(),
                 self.slots.vertices_per_slot(),
-                0,
+                grid.2,
                 0,
             ],
         }

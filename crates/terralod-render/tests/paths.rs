@@ -100,6 +100,7 @@ fn grids(field: &Heightfield) -> Grids {
         vertices: GridVertices {
             stride,
             rows: field.height(),
+            shift: 0,
         },
         triangles,
         patch_buffers,
@@ -131,6 +132,63 @@ fn patches_and_triangles_draw_the_same_image() {
         let distinct: std::collections::HashSet<[u8; 4]> = a.pixels().map(|p| p.0).collect();
         assert!(distinct.len() > 100, "a nearly blank frame");
     }
+}
+
+/// A grid subdivided twice (`GridVertices::shift` 1, as algorithm A's local detail draws):
+/// each triangle split in four at its edges' midpoints, drawn at the midpoints' coarse
+/// heights through the morph list, draws the image of the coarse grid; lattice vertices
+/// read the height texture at half their position.
+#[test]
+fn a_subdivided_grid_draws_the_coarse_grid_s_image() {
+    let Some(ctx) = gpu_or_skip("a_subdivided_grid_draws_the_coarse_grid_s_image") else {
+        return;
+    };
+    let field = terrain();
+    let grids = grids(&field);
+    let coarse = grids.vertices;
+    let fine = GridVertices {
+        stride: 2 * (coarse.stride - 1) + 1,
+        rows: 2 * (coarse.rows - 1) + 1,
+        shift: 1,
+    };
+    let at = |index: u32| {
+        let p = coarse.position(index);
+        GridPos::new(2 * p.col, 2 * p.row)
+    };
+    let mid = |a: GridPos, b: GridPos| GridPos::new((a.col + b.col) / 2, (a.row + b.row) / 2);
+    let height = |p: GridPos| sample_height(&field, GridPos::new(p.col / 2, p.row / 2));
+    let (mut indices, mut morphs) = (Vec::new(), Vec::new());
+    for t in grids.triangles.chunks_exact(3) {
+        let [a, b, c] = [at(t[0]), at(t[1]), at(t[2])];
+        let (ab, bc, ca) = (mid(a, b), mid(b, c), mid(c, a));
+        for [p, q, r] in [[a, ab, ca], [ab, b, bc], [ca, bc, c], [ab, bc, ca]] {
+            indices.extend([p, q, r].map(|v| fine.index(v)));
+        }
+        for (m, (p, q)) in [(ab, (a, b)), (bc, (b, c)), (ca, (c, a))] {
+            morphs.push(MorphedHeight {
+                vertex: fine.index(m),
+                height: 0.5 * (height(p) + height(q)),
+            });
+        }
+    }
+    let subdivided = Selection::Triangles {
+        vertices: fine,
+        indices: &indices,
+        morphs: &morphs,
+    };
+    assert_eq!(
+        subdivided.triangle_count(),
+        4 * grids.triangles(&[]).triangle_count()
+    );
+    let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    let settings = FrameSettings::new(overview_camera(&field));
+    let a = draw(&ctx, &mut renderer, &grids.triangles(&[]), &settings);
+    let b = draw(&ctx, &mut renderer, &subdivided, &settings);
+    let (d, _) = diff(&a, &b);
+    assert!(
+        d.differing_share < 1e-3 && d.mean_abs < 0.1,
+        "the subdivided grid draws another image: {d:?}"
+    );
 }
 
 #[test]

@@ -3,11 +3,13 @@
 //! geomorphs applied, and identical (triangles and drawn heights) to what a fresh
 //! instance selects for the same view; the same without morphing and with the article's
 //! L∞ test; and along smooth walks (small steps and turns), where Update() skips most
-//! squares, equal to fresh selections. The number of cases is 24 unless `PROPTEST_CASES`
-//! says otherwise.
+//! squares, equal to fresh selections. With a build tolerance `T` (A5's sparse tree) the
+//! same hold with the bound `max(M, T)` for a world error `M` and `τ` plus `T` projected
+//! for a screen view. The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
 
 use glam::Vec3;
 use proptest::prelude::*;
+use terralod_core::camera::Aabb;
 use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions, MorphedHeight, Selection, View,
 };
@@ -131,6 +133,65 @@ proptest! {
         let errors = measure_error(&field, &mesh, None).expect("no camera");
         prop_assert_eq!(errors.uncovered, 0);
         prop_assert!(errors.world.max <= f64::from(max_error) * (1.0 + 1e-6), "{}", errors);
+    }
+}
+
+/// The world box of everything an algorithm can draw over `field`: the padded grid's
+/// square (a straddling square's box reaches over it) and the height range.
+fn terrain_box(field: &Heightfield) -> Aabb {
+    let (lo, hi) = field.world_range();
+    let side = (field.padded_side() - 1) as f32 * field.mapping().cell_size;
+    Aabb::new(Vec3::new(0.0, lo, 0.0), Vec3::new(side, hi, side))
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// A sparse tree built for tolerance `T`: every selection is watertight and equal to a
+    /// fresh instance's; a world error `M` keeps every sample within `max(M, T)` with the
+    /// terrain covered; a screen view keeps the projected error within `τ` plus the
+    /// projected size of `T` (over the terrain's box, when that is finite).
+    #[test]
+    fn a_build_tolerance_adds_at_most_itself(
+        (field, walk, tolerance) in arb_walk(),
+        build_fraction in 0.0f32..0.4,
+        world_fraction in 0.0f32..0.5,
+    ) {
+        let pyramid = Pyramid::build(&field);
+        let (lo, hi) = field.world_range();
+        let build_tolerance = (hi - lo) * build_fraction;
+        let options = AdaptiveOptions::default().with_build_tolerance(build_tolerance);
+        let build = || AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let mut walker = build();
+        let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
+        let max_error = ((hi - lo) * world_fraction).max(1e-3 * (hi - lo).max(1.0));
+        let world = View::world_error(max_error).expect("valid");
+        let mesh = walker.select(&world).to_mesh(&field);
+        prop_assert!(check_mesh(&mesh, None).is_watertight());
+        let errors = measure_error(&field, &mesh, None).expect("no camera");
+        prop_assert_eq!(errors.uncovered, 0);
+        let allowed = f64::from(max_error.max(build_tolerance)) * (1.0 + 1e-6) + rounding;
+        prop_assert!(errors.world.max <= allowed, "T {}: {} > {}", build_tolerance, errors, allowed);
+        for (camera, cull) in &walk {
+            let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
+            let selection = walker.select(&view);
+            let carried = frame(&selection);
+            let mesh = selection.to_mesh(&field);
+            prop_assert!(carried == frame(&build().select(&view)), "differs from a fresh selection");
+            let report = check_mesh(&mesh, None);
+            prop_assert!(report.is_watertight(), "{}", report);
+            let extra = view.projected_error_bound(build_tolerance, &terrain_box(&field), false);
+            if !extra.is_finite() {
+                continue;
+            }
+            let errors = measure_error(&field, &mesh, Some(camera)).expect("valid camera");
+            let projected = errors.projected.expect("camera given");
+            let allowed = f64::from(tolerance) * (1.0 + 1e-4) + f64::from(extra) * (1.0 + 1e-4);
+            prop_assert!(
+                projected.max <= allowed,
+                "T {}: projected error {} > τ {} + {}: {}", build_tolerance, projected.max, tolerance, extra, errors
+            );
+        }
     }
 }
 

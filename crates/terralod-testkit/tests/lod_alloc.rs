@@ -7,7 +7,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use terralod_core::lod::{LodOptions, REGISTRY, View};
+use terralod_core::lod::{AdaptiveLod, Detail, LodAlgorithm, LodOptions, REGISTRY, View};
 use terralod_core::{Camera, Pyramid};
 use terralod_testkit::fixtures::smooth_random;
 
@@ -100,6 +100,26 @@ fn a_warmed_up_frame_allocates_nothing() {
             entry.name
         );
     }
+    // Algorithm A with a local detail (A5): a finer, bumpy patch of 65 × 49 samples.
+    let bumps = (0..65 * 49).map(|i| ((i * 7919) % 23) as f32).collect();
+    let road = terralod_core::Heightfield::from_f32(65, 49, bumps).expect("valid detail");
+    let cell = field.mapping().cell_size / 4.0;
+    let detail =
+        Detail::new(&field, &road, (40.0 * cell, 60.0 * cell), cell).expect("on the terrain");
+    let options = LodOptions::default();
+    let mut lod = AdaptiveLod::with_detail(&field, &pyramid, options, options.adaptive, &detail)
+        .expect("placed on this terrain");
+    for view in &views {
+        lod.select(view);
+    }
+    let count = allocations(|| {
+        for _ in 0..3 {
+            for view in &views {
+                std::hint::black_box(lod.select(view).triangle_count());
+            }
+        }
+    });
+    assert_eq!(count, 0, "adaptive with detail: {count} allocations");
     // The counter works: a fresh algorithm allocates in its first frames.
     let fresh = allocations(|| {
         let mut algorithm = (REGISTRY[0].build)(&field, &pyramid, &LodOptions::default());

@@ -94,7 +94,11 @@ proptest! {
         let field = fixtures::smooth_random(side, side, 7, 20.0).unwrap();
         let instances = instances(&patch, &levels, blocks);
         let selection = Selection::Patches {
-            vertices: GridVertices { stride: side, rows: side },
+            vertices: GridVertices {
+                stride: side,
+                rows: side,
+                shift: 0,
+            },
             patch_side: patch.side(),
             index_buffers: patch.buffers(),
             instances: &instances,

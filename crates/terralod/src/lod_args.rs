@@ -1,6 +1,7 @@
 //! LOD flags shared by `mesh`, `render` and `view` (the algorithm and the error bound), and
 //! every algorithm's own options, shared with `bench` too.
 
+use crate::detail_args::DetailArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
@@ -39,6 +40,11 @@ pub struct AlgorithmOptionArgs {
     /// Algorithm adaptive: also apply article 002's L∞ distance test (more triangles).
     #[arg(long)]
     pub adaptive_linf: bool,
+    /// Algorithm adaptive: build tolerance of its sparse tree, in world units: squares
+    /// whose subtree error is at most M keep no children (0: lossless). Selections keep
+    /// every sample within max(--max-error, M), or τ plus M projected.
+    #[arg(long, value_name = "M", default_value_t = 0.0, value_parser = parse_non_negative)]
+    pub build_tolerance: f32,
     /// Algorithm P (patches): pool slots allocated at start.
     #[arg(long, value_name = "N", default_value_t = lod::patches::DEFAULT_POOL_CAPACITY,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -55,6 +61,8 @@ pub struct AlgorithmOptionArgs {
     pub roughness: f32,
     #[command(flatten)]
     pub chunked: ChunkedArgs,
+    #[command(flatten)]
+    pub detail: DetailArgs,
 }
 
 impl AlgorithmOptionArgs {
@@ -67,7 +75,8 @@ impl AlgorithmOptionArgs {
         .with_adaptive(
             AdaptiveOptions::default()
                 .with_morph(!self.adaptive_no_morph)
-                .with_linf_test(self.adaptive_linf),
+                .with_linf_test(self.adaptive_linf)
+                .with_build_tolerance(self.build_tolerance),
         )
         .with_patches(
             PatchOptions::default()
@@ -188,6 +197,13 @@ impl LodArgs {
             (None, Some(m)) => {
                 if self.no_cull {
                     bail!("--max-error is view-independent: it takes no --no-cull");
+                }
+                let tolerance = self.algorithm.build_tolerance;
+                if self.algo == "adaptive" && m < tolerance {
+                    bail!(
+                        "--max-error {m} is below --build-tolerance {tolerance}: the adaptive \
+                         tree keeps the samples only within {tolerance}"
+                    );
                 }
                 View::world_error(m).context("--max-error")
             }

@@ -3,6 +3,7 @@
 
 mod camera_args;
 mod commands;
+mod detail_args;
 mod lod_args;
 mod look_args;
 mod progress;

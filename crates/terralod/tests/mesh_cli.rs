@@ -214,8 +214,19 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--pixel-error", "1"], "--eye and --target"),
+        (
+            &[
+                "--max-error",
+                "1",
+                "--algo",
+                "adaptive",
+                "--build-tolerance",
+                "5",
+            ],
+            "--max-error 1 is below --build-tolerance 5",
+        ),
         (&["--max-error", "1", "--pixel-error", "1"], "not both"),
         (&[], "--pixel-error PX"),
         (
@@ -267,6 +278,51 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
         "x.stl",
     ]);
     assert_eq!(output.status.code(), Some(1));
+}
+
+/// `--algo adaptive --build-tolerance M`: a sparser tree, and the export still keeps every
+/// sample within the larger of the two bounds; fewer triangles than the lossless tree for
+/// the same bound.
+#[test]
+fn a_build_tolerance_keeps_the_bound() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let obj = dir.path().join("mesh.obj");
+    let obj_arg = obj.display().to_string();
+    let mut triangles = Vec::new();
+    for tolerance in ["0", "3"] {
+        let json = mesh_json(&[
+            &file,
+            "--raw-size",
+            "49x37",
+            "--cell-size",
+            "10",
+            "--algo",
+            "adaptive",
+            "--max-error",
+            "3",
+            "--build-tolerance",
+            tolerance,
+            "--out",
+            &obj_arg,
+        ]);
+        let mesh = read_obj(&obj);
+        check_mesh(&mesh, None).assert_ok();
+        let errors = measure_error(&field, &mesh, None).expect("no camera");
+        assert_eq!(errors.uncovered, 0);
+        assert!(errors.world.max <= 3.0 + 1e-4, "T {tolerance}: {errors}");
+        triangles.push(json["triangles"].as_u64().expect("a count"));
+    }
+    assert!(triangles[1] <= triangles[0], "{triangles:?}");
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--build-tolerance",
+        "-1",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
 }
 
 /// `--algo chunked` exports exactly the selection the library makes (what the GPU draws,
@@ -372,4 +428,225 @@ fn chunked_export_is_the_selection() {
             "{bad:?}: {message}"
         );
     }
+}
+
+/// Writes a `side × side` raw f32 file of `value(col, row)` and returns its path.
+fn raw_square(dir: &Path, name: &str, side: u32, value: impl Fn(u32, u32) -> f32) -> String {
+    let mut bytes = Vec::new();
+    for row in 0..side {
+        for col in 0..side {
+            bytes.extend_from_slice(&value(col, row).to_le_bytes());
+        }
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("temporary directory is writable");
+    path.display().to_string()
+}
+
+/// `--detail FILE --detail-origin X,Z --detail-cell-size M` with `--algo adaptive`: the OBJ
+/// holds the finer vertices in world coordinates (on the detail's lattice), at the
+/// detail's heights where it covers the terrain, watertight on the fine grid.
+#[test]
+fn a_detail_is_exported_at_its_resolution() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    // 33 × 33 samples 2.5 m apart (a quarter of the terrain's cell), bumpy, from (100, 50).
+    let detail = raw_square(dir.path(), "road.f32", 33, |c, r| {
+        40.0 + ((c * 7 + r * 3) % 5) as f32
+    });
+    let obj = dir.path().join("mesh.obj");
+    let obj_arg = obj.display().to_string();
+    let json = mesh_json(&[
+        &file,
+        "--raw-size",
+        "49x37",
+        "--cell-size",
+        "10",
+        "--algo",
+        "adaptive",
+        "--adaptive-no-morph",
+        "--max-error",
+        "0.01",
+        "--detail",
+        &detail,
+        "--detail-origin",
+        "100,50",
+        "--detail-cell-size",
+        "2.5",
+        "--out",
+        &obj_arg,
+    ]);
+    assert_eq!(json["detail"]["subdivision"], 4);
+    assert_eq!(json["detail"]["cell_size"], 2.5);
+    let text = std::fs::read_to_string(&obj).expect("the OBJ exists");
+    let mut mesh = GridMesh::default();
+    let (mut fine, mut on_detail) = (0, 0);
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        match parts.next() {
+            Some("v") => {
+                let v: Vec<f32> = parts.map(|p| p.parse().expect("a number")).collect();
+                let (col, row) = (v[0] / 2.5, v[2] / 2.5);
+                assert_eq!((col.fract(), row.fract()), (0.0, 0.0), "{line}");
+                let (col, row) = (col as u32, row as u32);
+                if col % 4 != 0 || row % 4 != 0 {
+                    fine += 1;
+                }
+                if (40..=72).contains(&col) && (20..=52).contains(&row) {
+                    let (c, r) = (col - 40, row - 20);
+                    assert_eq!(v[1], 40.0 + ((c * 7 + r * 3) % 5) as f32, "{line}");
+                    on_detail += 1;
+                }
+                mesh.push_vertex(GridPos::new(col, row), v[1]);
+            }
+            Some("f") => {
+                let f: Vec<u32> = parts
+                    .map(|p| p.parse::<u32>().expect("an index") - 1)
+                    .collect();
+                mesh.triangles.push([f[0], f[1], f[2]]);
+            }
+            _ => {}
+        }
+    }
+    check_mesh(&mesh, None).assert_ok();
+    assert!(
+        fine > 100 && on_detail > 100,
+        "{fine} fine, {on_detail} on the detail"
+    );
+}
+
+/// Bad `--detail` requests: one line, nothing written; clap's own refusals exit 2.
+#[test]
+fn bad_detail_flags_get_one_clear_line() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let detail = raw_square(dir.path(), "d.f32", 9, |_, _| 1.0);
+    let out = dir.path().join("never.obj").display().to_string();
+    let base = [
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--cell-size",
+        "10",
+        "--max-error",
+        "1",
+        "--detail",
+        &detail,
+    ];
+    let cases: [(&[&str], &str, i32); 7] = [
+        (
+            &[
+                "--algo",
+                "adaptive",
+                "--detail-origin",
+                "0,0",
+                "--detail-cell-size",
+                "3",
+            ],
+            "must be the terrain's cell size 10 divided by a power of two",
+            1,
+        ),
+        (
+            &[
+                "--algo",
+                "quadtree",
+                "--detail-origin",
+                "0,0",
+                "--detail-cell-size",
+                "5",
+            ],
+            "give --algo adaptive",
+            1,
+        ),
+        (
+            &[
+                "--algo",
+                "adaptive",
+                "--detail-origin",
+                "1,0",
+                "--detail-cell-size",
+                "5",
+            ],
+            "on the detail's lattice",
+            1,
+        ),
+        (
+            &[
+                "--algo",
+                "adaptive",
+                "--detail-origin",
+                "-500,0",
+                "--detail-cell-size",
+                "5",
+            ],
+            "does not overlap the terrain",
+            1,
+        ),
+        (
+            &["--algo", "adaptive", "--detail-cell-size", "5"],
+            "--detail-origin",
+            2,
+        ),
+        (
+            &[
+                "--algo",
+                "adaptive",
+                "--detail-origin",
+                "1,2,3",
+                "--detail-cell-size",
+                "5",
+            ],
+            "expected X,Z",
+            2,
+        ),
+        (
+            &[
+                "--algo",
+                "adaptive",
+                "--detail-origin",
+                "0,0",
+                "--detail-cell-size",
+                "0",
+            ],
+            "not greater than 0",
+            2,
+        ),
+    ];
+    for (extra, needle, code) in cases {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", &out]);
+        let output = terralod(&args);
+        let message = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {message}");
+        if code == 1 {
+            let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
+            assert_eq!(lines.len(), 1, "{args:?}: {message}");
+        }
+        assert!(
+            message.contains(needle),
+            "'{needle}' missing from: {message}"
+        );
+        assert!(!Path::new(&out).exists());
+    }
+    let missing = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--max-error",
+        "1",
+        "--algo",
+        "adaptive",
+        "--detail",
+        "/no/such/file.png",
+        "--detail-origin",
+        "0,0",
+        "--detail-cell-size",
+        "0.5",
+    ]);
+    assert_eq!(missing.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&missing.stderr);
+    assert!(message.contains("/no/such/file.png"), "{message}");
 }

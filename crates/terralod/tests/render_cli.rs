@@ -231,3 +231,67 @@ fn a_streamed_directory_renders_as_its_file() {
         assert!((ma[c] - mb[c]).abs() < 1.0, "{ma:?} against {mb:?}");
     }
 }
+
+/// `--algo adaptive --detail`: the renderer draws the finer vertices (here a plateau
+/// 300 m above the terrain, on a grid four times finer), which the frame shows.
+#[test]
+fn a_detail_is_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let square = |name: &str, side: u32, value: &dyn Fn(u32, u32) -> f32| {
+        let mut bytes = Vec::new();
+        for row in 0..side {
+            for col in 0..side {
+                bytes.extend_from_slice(&value(col, row).to_le_bytes());
+            }
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+    let terrain = square("terrain.f32", 65, &|c, r| ((c * 13 + r * 7) % 11) as f32);
+    let plateau = square("plateau.f32", 41, &|c, r| 300.0 + ((c + r) % 2) as f32);
+    let camera = [
+        "--cell-size",
+        "10",
+        "--algo",
+        "adaptive",
+        "--eye",
+        "320,900,700",
+        "--target",
+        "320,0,320",
+        "--size",
+        "320x240",
+    ];
+    let mut frames = Vec::new();
+    for with_detail in [false, true] {
+        let out = dir.path().join(format!("frame{with_detail}.png"));
+        let mut args = vec![terrain.as_str()];
+        args.extend_from_slice(&camera);
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        if with_detail {
+            args.extend_from_slice(&[
+                "--detail",
+                &plateau,
+                "--detail-origin",
+                "270,270",
+                "--detail-cell-size",
+                "2.5",
+            ]);
+        }
+        let Some(summary) = render_ok("detail render", &args) else {
+            return;
+        };
+        frames.push((
+            summary["triangles"].as_u64().unwrap(),
+            image::open(&out).unwrap().to_rgb8(),
+        ));
+    }
+    assert!(frames[0].0 > 0 && frames[1].0 > 0);
+    let changed = frames[0]
+        .1
+        .pixels()
+        .zip(frames[1].1.pixels())
+        .filter(|(a, b)| a.0.iter().zip(b.0).any(|(x, y)| x.abs_diff(y) > 8))
+        .count();
+    assert!(changed > 1000, "only {changed} pixels show the plateau");
+}

@@ -182,6 +182,73 @@ fn viewer_draws_frames_and_saves_a_screenshot_of_terrain_and_sky() {
     assert!(other > strip / 5, "terrain in {other} of {strip} pixels");
 }
 
+/// `view --algo adaptive --detail`: the viewer draws the detail too (a 200 m plateau,
+/// cells four times finer, seen from above: its top is drawn where the terrain was).
+#[test]
+fn the_viewer_draws_a_detail() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let terrain = terrain(dir.path());
+    let detail = dir.path().join("plateau.f32");
+    let mut bytes = Vec::new();
+    for _ in 0..129 * 129 {
+        bytes.extend_from_slice(&5000.0f32.to_le_bytes());
+    }
+    std::fs::write(&detail, bytes).expect("temporary directory is writable");
+    let mut shots = Vec::new();
+    for with_detail in [false, true] {
+        let shot = dir.path().join(format!("shot{with_detail}.png"));
+        let shot_text = shot.to_str().expect("a UTF-8 temporary path").to_owned();
+        let mut args = vec![
+            "view",
+            &terrain,
+            "--raw-size",
+            "257x257",
+            "--cell-size",
+            "30",
+            "--algo",
+            "adaptive",
+            "--eye",
+            "3840,9000,3900",
+            "--target",
+            "3840,0,3840",
+            "--no-hud",
+            "--frames",
+            "2",
+            "--screenshot",
+            &shot_text,
+            "--size",
+            "320x240",
+        ];
+        let detail_text = detail.to_str().expect("a UTF-8 temporary path");
+        if with_detail {
+            args.extend_from_slice(&[
+                "--detail",
+                detail_text,
+                "--detail-origin",
+                "1920,1920",
+                "--detail-cell-size",
+                "7.5",
+            ]);
+        }
+        let Some(output) = run_viewer(&args) else {
+            return;
+        };
+        if summary(&output).is_none() {
+            return;
+        }
+        shots.push(image::open(&shot).expect("a PNG").to_rgba8());
+    }
+    let changed = shots[0]
+        .pixels()
+        .zip(shots[1].pixels())
+        .filter(|(a, b)| a.0.iter().zip(b.0).any(|(x, y)| x.abs_diff(y) > 8))
+        .count();
+    assert!(
+        changed > 320 * 240 / 50,
+        "only {changed} pixels show the plateau"
+    );
+}
+
 #[test]
 fn a_missing_display_is_one_clear_error() {
     let output = Command::new(env!("CARGO_BIN_EXE_terralod"))

@@ -153,6 +153,7 @@ impl<'a> BintreeLod<'a> {
             vertices: GridVertices {
                 stride: side,
                 rows: side,
+                shift: 0,
             },
             indices: Vec::new(),
             stats: SelectionStats::default(),

@@ -317,6 +317,7 @@ impl<'a> ChunkedLod<'a> {
             vertices: GridVertices {
                 stride: blocks_x * block_side + 1,
                 rows: blocks_z * block_side + 1,
+                shift: 0,
             },
             frame: 0,
             reached: vec![0; count],

@@ -10,7 +10,8 @@
 //! state carried across frames (frame stamps, incremental trees) lives inside it too.
 //!
 //! A selection is either explicit triangles over the static grid vertex buffer (vertex
-//! `row * stride + col`, one index buffer filled per frame: algorithms Q and A) or patches
+//! `row * stride + col`, one index buffer filled per frame: algorithms Q and A; with
+//! algorithm A's local detail the grid is subdivided, [`GridVertices::shift`]) or patches
 //! instanced over index buffers shared by every patch (algorithms C and P). Both can be
 //! expanded into a [`GridMesh`] ([`Selection::to_mesh`]) so one checker serves all.
 //! Vertex morphing plugs in through [`MorphedHeight`]: the drawn height of a vertex that is
@@ -42,7 +43,7 @@ use glam::{Vec3, Vec4};
 use std::collections::HashMap;
 use std::time::Duration;
 
-pub use adaptive::{AdaptiveLod, AdaptiveOptions};
+pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError};
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod};
@@ -327,10 +328,17 @@ fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 /// The static grid vertex buffer a selection indexes: vertex `row * stride + col` sits at
 /// grid position `(col, row)`, for `rows` rows. Positions beyond the data read the repeated
 /// border.
+///
+/// With `shift = k > 0` (algorithm A with local detail) the grid is the terrain's grid
+/// subdivided `2^k` times: position `(col, row)` lies at world `(col, row) · cell / 2^k`,
+/// a position on the terrain's samples (both multiples of `2^k`) reads the sample
+/// `(col, row) / 2^k` unless it is morphed, and every other position a selection draws is
+/// listed in its morphs (its height comes from there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GridVertices {
     pub stride: u32,
     pub rows: u32,
+    pub shift: u32,
 }
 
 impl GridVertices {
@@ -340,6 +348,12 @@ impl GridVertices {
 
     pub fn position(&self, index: u32) -> GridPos {
         GridPos::new(index % self.stride, index / self.stride)
+    }
+
+    /// The terrain sample a position reads when it is not morphed (the position itself
+    /// without subdivision).
+    pub fn sample(&self, pos: GridPos) -> GridPos {
+        GridPos::new(pos.col >> self.shift, pos.row >> self.shift)
     }
 
     /// Number of vertices in the buffer.
@@ -547,6 +561,9 @@ impl Selection<'_> {
         if let Some(mesh) = self.to_mesh_from_pool() {
             return mesh;
         }
+        let grid = match *self {
+            Selection::Triangles { vertices, .. } | Selection::Patches { vertices, .. } => vertices,
+        };
         let morphs: HashMap<GridPos, f32> = match *self {
             Selection::Triangles {
                 vertices, morphs, ..
@@ -573,7 +590,7 @@ impl Selection<'_> {
                         None => morphs
                             .get(&pos)
                             .copied()
-                            .unwrap_or_else(|| sample_height(field, pos)),
+                            .unwrap_or_else(|| sample_height(field, grid.sample(pos))),
                     };
                     mesh.push_vertex(pos, height)
                 })
@@ -835,7 +852,11 @@ mod tests {
             },
         ];
         let selection = Selection::Patches {
-            vertices: GridVertices { stride: 5, rows: 5 },
+            vertices: GridVertices {
+                stride: 5,
+                rows: 5,
+                shift: 0,
+            },
             patch_side: 1,
             index_buffers: &buffers,
             instances: &instances,
@@ -860,7 +881,11 @@ mod tests {
 
     #[test]
     fn morphed_heights_are_drawn() {
-        let vertices = GridVertices { stride: 3, rows: 3 };
+        let vertices = GridVertices {
+            stride: 3,
+            rows: 3,
+            shift: 0,
+        };
         let indices = [0, 3, 4];
         let morphs = [MorphedHeight {
             vertex: 4,

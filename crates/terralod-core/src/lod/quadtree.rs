@@ -280,6 +280,7 @@ impl<'a> QuadtreeLod<'a> {
             vertices: GridVertices {
                 stride: extent.0 + 1,
                 rows: extent.1 + 1,
+                shift: 0,
             },
             patterns,
             stamp: 0,

@@ -660,6 +660,7 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedLod<S> {
             vertices: GridVertices {
                 stride: extent + 1,
                 rows: extent + 1,
+                shift: 0,
             },
             patch_side: self.block_cells,
             index_buffers: self.patch.buffers(),

@@ -39,7 +39,8 @@ struct Frame {
     // x, y: the terrain's height range; z: where a level's morph starts past it;
     // w: 1 / morph range.
     patch_morph_range: vec4<f32>,
-    // x: vertices of all pool slots (n); y: vertices per slot.
+    // x: vertices of all pool slots (n); y: vertices per slot; z: the grid's subdivision
+    // shift k (local detail: grid position / 2^k is the sample, the cell 1 / 2^k of it).
     slots: vec4<u32>,
 }
 
@@ -149,7 +150,12 @@ fn grid_vertex(index: u32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
     let stride = frame.grid.x;
     let col = index % stride;
     let row = index / stride;
-    return terrain_vertex(col, row, drawn_height(index, col, row), barycentric, level);
+    // With local detail the grid is finer than the height texture: a position off the
+    // samples is always morphed (its height is in the list).
+    let shift = frame.slots.z;
+    let height = drawn_height(index, col >> shift, row >> shift);
+    let cell = frame.eye.w / f32(1u << shift);
+    return world_vertex(vec3<f32>(f32(col) * cell, height, f32(row) * cell), barycentric, level);
 }
 
 fn corner_barycentric(vertex: u32) -> vec3<f32> {

@@ -2,6 +2,7 @@
 //! export it exactly as it would be drawn (feature H7).
 
 use crate::camera_args::CameraArgs;
+use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
 use crate::terrain_args::TerrainArgs;
@@ -13,7 +14,7 @@ use std::time::Instant;
 use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, SelectionStats, Tolerance};
 use terralod_core::simplify::simplify;
 use terralod_core::tiles::TileSource;
-use terralod_core::{GridMesh, Pyramid, WorldMapping, io};
+use terralod_core::{GridMesh, Heightfield, Pyramid, WorldMapping, io};
 
 #[derive(Debug, Args)]
 pub struct MeshArgs {
@@ -66,9 +67,14 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     }
     let streamed = streams(args.terrain.file.as_deref(), entry.name);
     args.stream.refuse_detail_unless(streamed.is_some())?;
+    let detail = args
+        .lod
+        .algorithm
+        .detail
+        .load(entry.name, args.terrain.max_samples)?;
     let selected = match streamed {
         Some(dir) => select_streamed(args, dir)?,
-        None => select_loaded(args, entry)?,
+        None => select_loaded(args, entry, detail.as_ref())?,
     };
     let Selected {
         mesh,
@@ -129,19 +135,45 @@ struct Selected {
     extra: Option<(&'static str, serde_json::Value)>,
 }
 
-/// Loads the terrain whole and selects (then simplifies, with --simplify).
-fn select_loaded(args: &MeshArgs, entry: &AlgorithmEntry) -> anyhow::Result<Selected> {
+/// Loads the terrain whole and selects (then simplifies, with --simplify), with the local
+/// detail `detail_field` inserted when given.
+fn select_loaded(
+    args: &MeshArgs,
+    entry: &AlgorithmEntry,
+    detail_field: Option<&Heightfield>,
+) -> anyhow::Result<Selected> {
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
+    let detail = detail_field
+        .map(|d| args.lod.algorithm.detail.place(field, d))
+        .transpose()?;
+    if detail.is_some() && args.simplify {
+        bail!("--simplify checks the terrain's own samples: it does not apply with --detail");
+    }
     let view = args.lod.view(|| args.camera.camera(field), None)?;
     let pyramid = Pyramid::build(field);
-    let mut algorithm = (entry.build)(field, &pyramid, &args.lod.options());
+    let mut algorithm =
+        build_algorithm(entry, field, &pyramid, &args.lod.options(), detail.as_ref())?;
     // The first frame grows the buffers; the second is the steady-state cost we report.
     algorithm.select(&view);
     let selection = algorithm.select(&view);
     let mut mesh = selection.to_mesh(field);
     let stats = *algorithm.stats();
-    let mut extra = None;
+    let mut extra = detail.as_ref().map(|d| {
+        (
+            "detail",
+            serde_json::json!({
+                "cell_size": d.cell_size(),
+                "subdivision": 1u32 << d.shift(),
+                "footprint": d.footprint(),
+            }),
+        )
+    });
+    // Vertices on the grid subdivided for the detail (world x, z from its cell size).
+    let mapping = WorldMapping {
+        cell_size: detail.map_or(field.mapping().cell_size, |d| d.cell_size()),
+        ..field.mapping()
+    };
     if let Some(max_error) = args.lod.max_error.filter(|_| args.simplify) {
         let start = Instant::now();
         let (simplified, simplify_stats) = simplify(field, &mesh, f64::from(max_error))
@@ -160,7 +192,7 @@ fn select_loaded(args: &MeshArgs, entry: &AlgorithmEntry) -> anyhow::Result<Sele
         mesh,
         stats,
         state_bytes: algorithm.state_bytes(),
-        mapping: field.mapping(),
+        mapping,
         tolerance: view.tolerance(),
         cull: view.cull(),
         extra,

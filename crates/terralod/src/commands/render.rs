@@ -2,6 +2,7 @@
 //! (software Vulkan works), written to a PNG.
 
 use crate::camera_args::CameraArgs;
+use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
 use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, settle};
@@ -45,6 +46,11 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.entry()?;
     check_png(&args.out)?;
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
+    let detail_field = args
+        .lod
+        .algorithm
+        .detail
+        .load(entry.name, args.terrain.max_samples)?;
     // `--algo streamed` over an imported directory streams it; the renderer and the default
     // camera then take a coarse level of it (the slots carry the drawn heights).
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
@@ -52,6 +58,10 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         .refuse_detail_unless(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
+    let detail = detail_field
+        .as_ref()
+        .map(|d| args.lod.algorithm.detail.place(field, d))
+        .transpose()?;
     let camera = args.camera.camera_or_default(field)?;
     let lod_camera = args.look.frozen.camera(&camera)?;
     let view = args
@@ -77,7 +87,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             settle(&mut algorithm, &view, SETTLE_LIMIT)?;
             Box::new(algorithm)
         }
-        None => (entry.build)(field, &pyramid, &args.lod.options()),
+        None => build_algorithm(entry, field, &pyramid, &args.lod.options(), detail.as_ref())?,
     };
     // The first frame grows the buffers; the second is the steady-state selection drawn.
     algorithm.select(&view);

@@ -61,6 +61,11 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     }
     let event_loop = viewer::open_display()?;
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
+    let detail_field = args
+        .lod
+        .algorithm
+        .detail
+        .load(entry.name, args.terrain.max_samples)?;
     // `--algo streamed` over an imported directory streams it: the viewer then holds only
     // its planning level, and the other algorithms (switched to live) draw that level.
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
@@ -68,6 +73,10 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         .refuse_detail_unless(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
+    let detail = detail_field
+        .as_ref()
+        .map(|d| args.lod.algorithm.detail.place(field, d))
+        .transpose()?;
     let camera = args.camera.camera_or_default(field)?;
     let frozen = args.look.frozen.camera(&camera)?;
     // Checks the flags' combination once (both bounds, --no-cull with --max-error, τ > 0).
@@ -92,6 +101,7 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         field,
         pyramid: &pyramid,
         streamed: streamed.map(|s| (s, &args.stream)),
+        detail,
         terrain_name,
         texture,
         options: args.lod.options(),

@@ -96,7 +96,13 @@ fn build_algorithm<'a>(
         Some((terrain, args)) if entry.name == "streamed" => {
             Ok(Box::new(terrain.algorithm(args, config.options)?))
         }
-        _ => Ok((entry.build)(config.field, config.pyramid, &config.options)),
+        _ => crate::detail_args::build_algorithm(
+            entry,
+            config.field,
+            config.pyramid,
+            &config.options,
+            config.detail.as_ref(),
+        ),
     }
 }
 

@@ -21,7 +21,7 @@ use crate::stream_args::{StreamArgs, StreamedTerrain};
 use anyhow::Context;
 use glam::Vec3;
 use std::path::PathBuf;
-use terralod_core::lod::LodOptions;
+use terralod_core::lod::{Detail, LodOptions};
 use terralod_core::{Camera, Heightfield, Pyramid};
 use winit::event_loop::EventLoop;
 
@@ -37,6 +37,9 @@ pub struct ViewerConfig<'a> {
     /// runs over its tile cache, and `field` is its planning level (what the other
     /// algorithms, the renderer's normals and the terrain following use).
     pub streamed: Option<(&'a StreamedTerrain, &'a StreamArgs)>,
+    /// A local detail inserted into algorithm adaptive's tree (`--detail`); the other
+    /// algorithms draw the terrain without it.
+    pub detail: Option<Detail<'a>>,
     /// For the window title and the HUD.
     pub terrain_name: String,
     /// A colour image laid over the terrain.

@@ -47,7 +47,7 @@
 //!
 //! # Incremental updates (A4) and determinism
 //!
-//! The state (flags and reference counts, one `u32` per square, and a deadline) is kept
+//! The state (flags and reference counts, one `u32` per pool slot, and a deadline) is kept
 //! across frames. Update() runs in two passes:
 //!
 //! 1. *Enable*: every enabled square whose deadline has passed is evaluated (the ones
@@ -71,26 +71,61 @@
 //! follows the squares whose answers may have changed (Render() still follows the
 //! output).
 
+//! # Sparse storage and the build tolerance (A5)
+//!
+//! The squares live in a fixed-array pool (`tree`), each with the heights of the vertices
+//! it owns, exactly as drawn: the heightfield is only read while building. A square whose
+//! subtree error is at most the build tolerance `T` ([`AdaptiveOptions::build_tolerance`])
+//! is stored without children, its interior being its fan; the tree is balanced (a
+//! square with children has its four neighbours) so every corner a child needs can be
+//! drawn, and an edge vertex that lies inside a coarser leaf's edge is never drawn, its
+//! interpolation error counted in the square's fan error (kept within `T` by the build).
+//! Every error is measured against the source heights, so the tests above hold as stated
+//! wherever the tree is fine enough; where a leaf's fan error `L ≤ T` is more than a test
+//! accepts, the leaf is drawn whole (its drawable edge vertices enabled) and its samples
+//! are within `L` of the drawn surface. Hence, for every sample:
+//!
+//! - world-error view `M`: within `max(M, L)`, so within `M` whenever `T ≤ M` (`L` is
+//!   charged to the morphs' share: their budget is `M − max(M/2, L)`);
+//! - screen view `τ`: within `τ + B(L)`, `B(L)` the projected size of a vertical `L` over the
+//!   box of the leaf drawing it, and within `τ` wherever `B(L)` is within the topology's
+//!   share (`τ/2` with morphing, `τ` without).
+//!
+//! With `T = 0` (the default) `L = 0`: the sparse tree selects exactly what the full tree
+//! does (tested), with the squares below which nothing has an error left out.
+//!
+//! # Local detail (A5, the article's road)
+//!
+//! [`AdaptiveLod::with_detail`] inserts a finer heightfield ([`Detail`]): the tree is built
+//! over the terrain's grid subdivided `2^k` times and grows finer levels only under the
+//! detail's footprint. Every guarantee above holds against the surface the detail defines
+//! (module docs of `detail`); the selection's grid says so with [`GridVertices::shift`].
+//!
 //! # Padding
 //!
 //! As algorithm Q: squares that do not intersect the data are not stored, a square
 //! reaching beyond the leaves' extent has all its stored children enabled and draws
 //! nothing itself, so exactly the extent rectangle is drawn.
 
+mod detail;
 mod records;
 mod render;
+mod tree;
 mod update;
+
+pub use detail::{Detail, DetailError};
 
 use super::{
     GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
 };
 use crate::camera::{Aabb, Containment, Frustum};
-use crate::heightfield::{GridPos, Heightfield};
+use crate::heightfield::Heightfield;
 use crate::pyramid::Pyramid;
 use crate::rounding::round_down;
-use records::HeightTree;
 use render::Morpher;
+use std::marker::PhantomData;
 use std::time::Instant;
+use tree::{OUTSIDE, Sq, SquareTree};
 use update::{ENABLED, WANTED};
 
 // Issue 7 aims below 32 bytes a square (the article reached 36).
@@ -109,6 +144,11 @@ pub struct AdaptiveOptions {
     /// between their coarse and true heights with the other half. Default on (the article
     /// recommends it against popping).
     pub morph: bool,
+    /// Build tolerance `T` of the sparse tree (A5), world units: a square whose subtree
+    /// error is at most `T` is stored without children (its interior is its fan). Default
+    /// 0: lossless, every square whose subtree has any error keeps its children. See the
+    /// module docs for the bound a larger `T` keeps.
+    pub build_tolerance: f32,
 }
 
 impl Default for AdaptiveOptions {
@@ -122,6 +162,7 @@ impl AdaptiveOptions {
     pub const DEFAULT: AdaptiveOptions = AdaptiveOptions {
         linf_test: false,
         morph: true,
+        build_tolerance: 0.0,
     };
 
     pub fn with_linf_test(mut self, on: bool) -> Self {
@@ -131,6 +172,12 @@ impl AdaptiveOptions {
 
     pub fn with_morph(mut self, on: bool) -> Self {
         self.morph = on;
+        self
+    }
+
+    /// Sets the build tolerance (world units; negative or NaN values count as 0).
+    pub fn with_build_tolerance(mut self, tolerance: f32) -> Self {
+        self.build_tolerance = if tolerance > 0.0 { tolerance } else { 0.0 };
         self
     }
 }
@@ -354,22 +401,47 @@ pub(super) fn earlier(a: Deadline, b: Deadline) -> Deadline {
     [a[0].min(b[0]), a[1].min(b[1])]
 }
 
-/// Algorithm A. Borrows the heightfield; owns its static tree, its state and its buffers.
+/// The fine grid of a selection with local detail: positions off the terrain's samples,
+/// and samples the footprint covers (`last`: the data's last fine column and row, for the
+/// padding rule), are drawn at heights the grid's own do not give.
+#[derive(Clone, Copy, Debug)]
+struct FineGrid {
+    shift: u32,
+    footprint: [u32; 4],
+    last: (u32, u32),
+}
+
+impl FineGrid {
+    /// Whether the grid's own height at `pos` is not the drawn one.
+    #[inline]
+    fn replaced(&self, pos: crate::heightfield::GridPos) -> bool {
+        let mask = (1 << self.shift) - 1;
+        if (pos.col | pos.row) & mask != 0 {
+            return true;
+        }
+        let (col, row) = (pos.col.min(self.last.0), pos.row.min(self.last.1));
+        let [x0, z0, x1, z1] = self.footprint;
+        (x0..=x1).contains(&col) && (z0..=z1).contains(&row)
+    }
+}
+
+/// Algorithm A. Owns its sparse tree (built from a heightfield, whose heights it then holds
+/// itself), its state and its buffers.
 #[derive(Debug)]
 pub struct AdaptiveLod<'a> {
-    field: &'a Heightfield,
+    _field: PhantomData<&'a Heightfield>,
     options: LodOptions,
     adaptive: AdaptiveOptions,
-    tree: HeightTree,
+    tree: SquareTree,
     finest: usize,
-    /// One word per square: flags, wanted bits, reference counts (see `update`).
+    /// One word per pool slot: flags, wanted bits, reference counts (see `update`).
     state: Vec<u32>,
-    /// Enabled squares per level, in evaluation order, for the disable pass.
-    lists: Vec<Vec<(u32, u32)>>,
+    /// Squares evaluated this frame, per level, for clearing their marks.
+    lists: Vec<Vec<Sq>>,
     /// Squares enabled during the enable pass, to evaluate.
-    pending: Vec<(u8, u32, u32)>,
+    pending: Vec<Sq>,
     /// Per level, squares whose disable rules may hold after this frame's enable pass.
-    candidates: Vec<Vec<(u32, u32)>>,
+    candidates: Vec<Vec<Sq>>,
     /// Per square, the least deadline (see [`Motion`]) of the enabled squares of its
     /// subtree: nothing in it needs testing before.
     deadline: Vec<Deadline>,
@@ -381,6 +453,8 @@ pub struct AdaptiveLod<'a> {
     vertices: GridVertices,
     indices: Vec<u32>,
     morphs: Vec<MorphedHeight>,
+    /// With local detail: which drawn positions the grid's own heights do not give.
+    fine: Option<FineGrid>,
     /// Squares that drew triangles in the last selection.
     /// (boxes grown to the drawn heights, which geomorphing can move out of them).
     drawn: Vec<Aabb>,
@@ -401,16 +475,56 @@ impl<'a> AdaptiveLod<'a> {
         options: LodOptions,
         adaptive: AdaptiveOptions,
     ) -> AdaptiveLod<'a> {
-        let tree = HeightTree::build(field, pyramid);
+        let tree = tree::build_from_field(field, pyramid, adaptive.build_tolerance);
+        Self::from_tree(tree, options, adaptive, None)
+    }
+
+    /// Builds the algorithm with a finer heightfield inserted (A5's local detail, see
+    /// [`Detail`]): the tree grows `detail.shift()` more levels under the detail's
+    /// footprint only, the selection's grid is the terrain's subdivided `2^shift` times
+    /// ([`GridVertices::shift`]), and every bound holds against the surface the detail
+    /// defines (the detail where it covers, the terrain's full-resolution surface
+    /// elsewhere; module docs of `detail`). `detail` must have been placed on `field`.
+    pub fn with_detail(
+        field: &'a Heightfield,
+        pyramid: &Pyramid,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        detail: &Detail<'_>,
+    ) -> Result<AdaptiveLod<'a>, DetailError> {
+        if !detail.fits(field) {
+            return Err(DetailError::Terrain);
+        }
+        let source = detail::DetailSource::new(field, pyramid, *detail);
+        let tree = tree::build(&source, adaptive.build_tolerance);
+        let fine = FineGrid {
+            shift: detail.shift(),
+            footprint: detail.footprint(),
+            last: (
+                (field.width() - 1) << detail.shift(),
+                (field.height() - 1) << detail.shift(),
+            ),
+        };
+        Ok(Self::from_tree(tree, options, adaptive, Some(fine)))
+    }
+
+    /// The algorithm over a built tree.
+    fn from_tree(
+        tree: SquareTree,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        fine: Option<FineGrid>,
+    ) -> Self {
         let finest = tree.levels.len() - 1;
-        let mut state = vec![0; tree.records.len()];
+        let mut state = vec![0; tree.slots()];
         state[0] = ENABLED | WANTED;
         let vertices = GridVertices {
             stride: tree.extent.0 + 1,
             rows: tree.extent.1 + 1,
+            shift: fine.map_or(0, |f| f.shift),
         };
         AdaptiveLod {
-            field,
+            _field: PhantomData,
             options,
             adaptive,
             finest,
@@ -418,7 +532,7 @@ impl<'a> AdaptiveLod<'a> {
             lists: vec![Vec::new(); finest + 1],
             pending: Vec::new(),
             candidates: vec![Vec::new(); finest + 1],
-            deadline: vec![EXPIRED; tree.records.len()],
+            deadline: vec![EXPIRED; tree.slots()],
             motion: Motion {
                 last: None,
                 moved: 0.0,
@@ -431,6 +545,7 @@ impl<'a> AdaptiveLod<'a> {
             tree,
             indices: Vec::new(),
             morphs: Vec::new(),
+            fine,
             drawn: Vec::new(),
             stats: SelectionStats::default(),
         }
@@ -446,42 +561,60 @@ impl<'a> AdaptiveLod<'a> {
         self.enabled
     }
 
-    /// Bytes of one square: its static record, its state word and its deadline.
-    pub const SQUARE_BYTES: usize =
-        size_of::<records::SquareRecord>() + size_of::<u32>() + size_of::<Deadline>();
+    /// Bytes of one pool slot of a 16-bit source: its static record, its three vertex
+    /// heights (16-bit codes; `f32` for float sources, 6 bytes more), its state word and
+    /// its deadline. The pool adds per block of four slots its parent's index and per 64
+    /// slots a rank word (1.25 bytes a slot), see [`AdaptiveLod::bytes_per_square`].
+    pub const SQUARE_BYTES: usize = size_of::<records::SquareRecord>()
+        + size_of::<[u16; 3]>()
+        + size_of::<u32>()
+        + size_of::<Deadline>();
 
     /// Number of squares stored.
     pub fn squares(&self) -> usize {
-        self.tree.records.len()
+        self.tree.squares()
+    }
+
+    /// Number of pool slots (the squares and the slots of children beyond the data).
+    pub fn pool_slots(&self) -> usize {
+        self.tree.slots()
+    }
+
+    /// Everything the tree and its state take, per stored square.
+    pub fn bytes_per_square(&self) -> f64 {
+        (self.static_bytes() + self.state_bytes()) as f64 / self.squares() as f64
+    }
+
+    /// Whether vertex heights are stored as 16-bit codes (else as `f32`).
+    pub fn height_codes(&self) -> bool {
+        self.tree.heights.exact()
     }
 
     /// Forgets the state carried across frames (back to the root alone), in time
     /// proportional to the enabled squares: the next selection starts from scratch.
     pub fn reset(&mut self) {
-        self.clear_subtree(0, 0, 0);
+        self.clear_subtree(tree::ROOT);
         self.state[0] = ENABLED | WANTED;
         self.deadline[0] = EXPIRED;
         self.enabled = 1;
         self.motion.last = None;
     }
 
-    /// Clears the state of the enabled square `(level, ix, iz)` and its enabled
-    /// descendants.
-    fn clear_subtree(&mut self, level: usize, ix: u32, iz: u32) {
-        let id = self.tree.levels[level].id(ix, iz);
-        self.state[id] = 0;
-        if level < self.finest {
-            let child = self.tree.levels[level + 1];
-            for k in 0..4 {
-                let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
-                if child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0 {
-                    self.clear_subtree(level + 1, cx, cz);
+    /// Clears the state of the enabled square `id` and its enabled descendants.
+    fn clear_subtree(&mut self, id: u32) {
+        self.state[id as usize] = 0;
+        if self.tree.has_children(id) {
+            let first = self.tree.first_child(id);
+            for child in first..first + 4 {
+                if self.state[child as usize] & ENABLED != 0 {
+                    self.clear_subtree(child);
                 }
             }
         }
     }
 
-    /// Bytes of the static tree (records of every stored square).
+    /// Bytes of the static tree (records with their heights, block parents, rank words,
+    /// border vertices).
     pub fn static_bytes(&self) -> usize {
         self.tree.bytes()
     }
@@ -554,8 +687,16 @@ impl LodAlgorithm for AdaptiveLod<'_> {
             view,
             view_angle_aware: self.options.view_angle_aware,
             budget: if self.adaptive.morph {
+                let share = match view.tolerance() {
+                    super::Tolerance::Pixels(px) => px * (1.0 - MORPH_SHARE),
+                    // The build tolerance is charged here: where a leaf is coarser than
+                    // the topology's share, its error takes that much of the morphs'.
+                    super::Tolerance::WorldError(m) => {
+                        (m - (m * MORPH_SHARE).max(self.tree.leaf_error())).max(0.0)
+                    }
+                };
                 // A hair under the share, for the f32 arithmetic of the drawn heights.
-                view_tolerance(view) * (1.0 - MORPH_SHARE) * (1.0 - 2f32.powi(-10))
+                share * (1.0 - 2f32.powi(-10))
             } else {
                 0.0
             },
@@ -569,12 +710,18 @@ impl LodAlgorithm for AdaptiveLod<'_> {
                 _ => None,
             },
         };
-        let size = self.tree.levels[0].size;
-        let root = [(0, 0), (size, 0), (0, size), (size, size)]
-            .map(|(c, r)| self.height_at(GridPos::new(c, r)));
+        let root = self.tree.root_corners;
+        let side = self.tree.levels[0].size;
+        for (k, (col, row)) in [(0, 0), (side, 0), (0, side), (side, side)]
+            .into_iter()
+            .enumerate()
+        {
+            // Drawn by every square at that corner, listed once (with local detail).
+            self.push_morph(crate::heightfield::GridPos::new(col, row), root[k], root[k]);
+        }
         // An edge vertex drawn by both its squares is listed by both, with the same height
         // (consumers take either; sorting them out cost 8 % of a frame).
-        self.render(frustum, &morpher, (0, 0, 0), root);
+        self.render(frustum, &morpher, Sq::ROOT, &[OUTSIDE; 4], root);
         self.stats.triangles = (self.indices.len() / 3) as u64;
         self.stats.select_time = started.elapsed();
         Selection::Triangles {

@@ -1,13 +1,8 @@
-//! The static half of algorithm A (the article's "height tree"): per square its vertical
-//! extent and the error values its tests use, built once from the heightfield and pyramid.
+//! The static values of one square of algorithm A (the article's "height tree" part): its
+//! vertical extent and the error values its tests use, quantised outwards so that every
+//! bound stays a bound; and the codes its vertex heights are stored in.
 
-use crate::camera::Aabb;
-use crate::heightfield::{Heightfield, Samples};
-use crate::pyramid::Pyramid;
-use crate::rounding::round_down;
 pub(super) use crate::rounding::round_up;
-use glam::Vec3;
-use rayon::prelude::*;
 
 /// Sides of a square, as bit positions in the state words: the east and south edge
 /// vertices belong to the square (the article's rule); north and west belong to the
@@ -17,10 +12,14 @@ pub(super) const SOUTH: usize = 1;
 pub(super) const NORTH: usize = 2;
 pub(super) const WEST: usize = 3;
 
-/// Static values of one square (12 bytes), quantised outwards: heights as 16-bit steps of
-/// the terrain's range (the low one rounded down, the high one up), errors as the upper
-/// half of their `f32` bits rounded up (a relative step of 2^-7 at most). Bounds stay
-/// bounds; the tests see at most 0.8 % larger errors and boxes a step taller.
+/// Slot of a square's centre among the heights it owns (east and south are [`EAST`] and
+/// [`SOUTH`]).
+pub(super) const CENTRE: usize = 2;
+
+/// Static values of one square (12 bytes): the box as height codes (the low one rounded
+/// down, the high one up) and errors as the upper half of their `f32` bits rounded up (a
+/// relative step of 2^-7 at most). Bounds stay bounds; the tests see at most 0.8 % larger
+/// errors and boxes a step taller.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct SquareRecord {
     min_y: u16,
@@ -34,31 +33,82 @@ pub(super) struct SquareRecord {
 const _: () = assert!(size_of::<SquareRecord>() == 12);
 
 impl SquareRecord {
-    /// Bound of `|h − S|` over the square's samples, `S` its plain 3 × 3 fan (the
-    /// pyramid's error plus the rounding of drawn heights).
+    /// The record of a pool slot that holds no square (a child beyond the data, or the
+    /// root block's spare slots): an empty box.
+    pub const OUTSIDE: SquareRecord = SquareRecord {
+        min_y: u16::MAX,
+        max_y: 0,
+        fan_error: 0,
+        subtree_error: 0,
+        east_error: 0,
+        south_error: 0,
+    };
+
+    pub fn new(
+        box_codes: (u16, u16),
+        fan_error: f32,
+        east_error: f32,
+        south_error: f32,
+    ) -> SquareRecord {
+        SquareRecord {
+            min_y: box_codes.0,
+            max_y: box_codes.1,
+            fan_error: error_code(fan_error),
+            subtree_error: 0,
+            east_error: error_code(east_error),
+            south_error: error_code(south_error),
+        }
+    }
+
+    /// Whether the slot holds no square.
+    #[inline(always)]
+    pub fn is_outside(&self) -> bool {
+        self.min_y > self.max_y
+    }
+
+    /// Bound of `|h − D|` over the square's samples, `D` the square's 3 × 3 fan as drawn
+    /// (edge vertices that can never be drawn left out: see `tree`).
+    #[inline(always)]
     pub fn fan_error(&self) -> f32 {
         error_value(self.fan_error)
     }
 
     /// The error of the box test: the largest error any test in the subtree can use (the
     /// parent's fan error included, so a quadrant the parent draws is covered).
+    #[inline(always)]
     pub fn subtree_error(&self) -> f32 {
         error_value(self.subtree_error)
     }
 
-    /// Interpolation error of the east and south edge vertices (the article's vertex
-    /// error: the sample against the mean of its edge's two corners).
+    pub fn with_subtree_error(self, error: f32) -> SquareRecord {
+        SquareRecord {
+            subtree_error: error_code(error),
+            ..self
+        }
+    }
+
+    /// Interpolation error of the east and south edge vertices as drawn (the stored height
+    /// against the mean of its edge's two stored corners); 0 for a vertex that can never be
+    /// drawn.
+    #[inline(always)]
     pub fn east_error(&self) -> f32 {
         error_value(self.east_error)
     }
 
+    #[inline(always)]
     pub fn south_error(&self) -> f32 {
         error_value(self.south_error)
+    }
+
+    /// Height codes of the box.
+    #[inline(always)]
+    pub fn box_codes(&self) -> (u16, u16) {
+        (self.min_y, self.max_y)
     }
 }
 
 /// A non-negative error rounded up to the 16 high bits of its `f32` (a "bfloat16").
-fn error_code(error: f32) -> u16 {
+pub(super) fn error_code(error: f32) -> u16 {
     debug_assert!(error >= 0.0 && !error.is_nan());
     let bits = error.to_bits();
     let high = bits >> 16;
@@ -66,308 +116,134 @@ fn error_code(error: f32) -> u16 {
     code.min(u32::from(u16::MAX)) as u16
 }
 
-fn error_value(code: u16) -> f32 {
+pub(super) fn error_value(code: u16) -> f32 {
     f32::from_bits(u32::from(code) << 16)
 }
 
-/// The 16-bit height steps of a terrain's world range.
-#[derive(Clone, Copy, Debug)]
-struct HeightSteps {
-    low: f32,
-    step: f32,
-}
-
-impl HeightSteps {
-    /// Steps covering `low ..= high` with a margin (the pyramid's bounds are rounded
-    /// outwards from the same range): code 0 is below `low`, code 65535 above `high`.
-    fn new(low: f32, high: f32) -> HeightSteps {
-        let margin = (f64::from(low).abs() + f64::from(high).abs()) * 2f64.powi(-20) + 1e-6;
-        let low = round_down(f64::from(low) - margin);
-        let top = f64::from(high) + margin;
-        let mut step = round_up((top - f64::from(low)) / 65_535.0);
-        while f64::from(low + 65_535.0 * step) < top {
-            step = step.next_up();
-        }
-        HeightSteps { low, step }
-    }
-
-    fn value(&self, code: u16) -> f32 {
-        self.low + f32::from(code) * self.step
-    }
-
-    /// The largest code whose value is at most `y`.
-    fn below(&self, y: f32) -> u16 {
-        let mut code = ((y - self.low) / self.step).floor().clamp(0.0, 65_535.0) as u16;
-        while code > 0 && self.value(code) > y {
-            code -= 1;
-        }
-        debug_assert!(self.value(code) <= y, "{y} below the range");
-        code
-    }
-
-    /// The smallest code whose value is at least `y`.
-    fn above(&self, y: f32) -> u16 {
-        let mut code = ((y - self.low) / self.step).ceil().clamp(0.0, 65_535.0) as u16;
-        while code < u16::MAX && self.value(code) < y {
-            code += 1;
-        }
-        debug_assert!(self.value(code) >= y, "{y} above the range");
-        code
-    }
-}
-
-/// One level of the dense square arrays: the squares that intersect the data, row-major.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LevelShape {
-    /// Cells per square side.
-    pub size: u32,
-    pub nx: u32,
-    pub nz: u32,
-    /// Index of the level's first square in the flat arrays.
-    pub offset: usize,
-}
-
-impl LevelShape {
-    #[inline(always)]
-    pub fn id(&self, ix: u32, iz: u32) -> usize {
-        self.offset + iz as usize * self.nx as usize + ix as usize
-    }
-
-    #[inline(always)]
-    pub fn present(&self, ix: u32, iz: u32) -> bool {
-        ix < self.nx && iz < self.nz
-    }
-}
-
-/// The static tree: shapes per level and one record per square.
-#[derive(Clone, Debug)]
-pub(super) struct HeightTree {
-    pub levels: Vec<LevelShape>,
-    pub records: Vec<SquareRecord>,
-    pub cell_size: f32,
-    heights: HeightSteps,
-    /// Drawn extent in columns and rows (as algorithm Q: the leaves' rectangle).
-    pub extent: (u32, u32),
-    /// Upper bound of the f32 rounding of a drawn height.
-    rounding: f64,
-    /// Rounding slack of float sources (raw units), 0 for integer ones.
-    slack: f64,
+/// The 16-bit height codes of a terrain: code `c` stands for world height
+/// `((origin + c · unit) · scale + offset)`, evaluated in `f64` and rounded once to `f32`.
+///
+/// - *Exact* when every height is a multiple of `unit` raw units within 65,535 of each other
+///   (16-bit sources: `unit` 1; with local detail over an integer source, the finest
+///   interpolated positions need `2^-k`): then `origin + c · unit` is the raw value itself
+///   and the height is bit for bit what [`crate::lod::sample_height`] gives. Vertex heights
+///   are stored in these codes.
+/// - Otherwise *quantised* (float sources, wide ranges): 65,536 steps over the world range,
+///   each within [`HeightCodes::quantum`] of the true height. Only box bounds (rounded
+///   outwards) use them; vertex heights are then stored as `f32`.
+///
+/// Codes grow with the world height (a negative height scale counts raw values down).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct HeightCodes {
+    origin: f64,
+    unit: f64,
     scale: f64,
+    offset: f64,
+    /// The world mapping, for quantising a raw value.
+    map: (f64, f64),
+    quantum: f64,
 }
 
-impl HeightTree {
-    pub fn build(field: &Heightfield, pyramid: &Pyramid) -> HeightTree {
-        let mut offset = 0;
-        let levels: Vec<LevelShape> = (0..pyramid.levels())
-            .map(|level| {
-                let (nx, nz) = pyramid.nodes(level);
-                let shape = LevelShape {
-                    size: pyramid.node_size(level),
-                    nx,
-                    nz,
-                    offset,
-                };
-                offset += nx as usize * nz as usize;
-                shape
-            })
-            .collect();
-        let finest = levels.len() - 1;
-        let (lo, hi) = field.raw_range();
-        let slack = match field.samples() {
-            Samples::F32(_) => f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45),
-            Samples::U16(_) | Samples::I16(_) => 0.0,
-        };
-        let (world_lo, world_hi) = field.world_range();
-        let mut tree = HeightTree {
-            extent: (2 * levels[finest].nx, 2 * levels[finest].nz),
-            levels,
-            records: Vec::new(),
-            cell_size: field.mapping().cell_size,
-            heights: HeightSteps::new(world_lo, world_hi),
-            rounding: f64::from(world_lo.abs().max(world_hi.abs())) * 2f64.powi(-23),
-            slack,
-            scale: f64::from(field.mapping().height_scale.abs()),
-        };
-        // Own values, level by level, rows in parallel.
-        let mut records = vec![SquareRecord::default(); offset];
-        for level in 0..=finest {
-            let shape = tree.levels[level];
-            let range = shape.offset..shape.offset + shape.nx as usize * shape.nz as usize;
-            let this = &tree;
-            records[range]
-                .par_chunks_mut(shape.nx as usize)
-                .enumerate()
-                .for_each(|(iz, row)| {
-                    for (ix, record) in row.iter_mut().enumerate() {
-                        *record = this.own_record(field, pyramid, level, ix as u32, iz as u32);
-                    }
-                });
+impl HeightCodes {
+    /// Codes for raw values in `lo ..= hi` under the mapping `(scale, offset)`, exact when
+    /// every value is a multiple of `unit` (a power of two, `integer` sources) and the
+    /// range fits.
+    pub fn new(lo: f64, hi: f64, scale: f64, offset: f64, integer_unit: Option<f64>) -> Self {
+        if let Some(unit) = integer_unit
+            && (hi - lo) / unit <= 65_535.0
+        {
+            // One spare code below the lowest value when it fits, so that a box bound
+            // rounded down below the lowest height still has a code.
+            let spare = if (hi - lo) / unit <= 65_533.0 {
+                unit
+            } else {
+                0.0
+            };
+            let (origin, unit) = if scale >= 0.0 {
+                (lo - spare, unit)
+            } else {
+                (hi + spare, -unit)
+            };
+            return HeightCodes {
+                origin,
+                unit,
+                scale,
+                offset,
+                map: (scale, offset),
+                quantum: 0.0,
+            };
         }
-        tree.records = records;
-        // Subtree errors, from the finest level up: each square's own tests, its
-        // children's box tests, and its parent's fan (a quadrant the parent draws).
-        for level in (0..=finest).rev() {
-            let shape = tree.levels[level];
-            for iz in 0..shape.nz {
-                for ix in 0..shape.nx {
-                    let record = tree.records[shape.id(ix, iz)];
-                    let mut worst = (0..4)
-                        .map(|side| tree.side_error(field, level, ix, iz, side))
-                        .fold(0.0f32, f32::max);
-                    if level < finest {
-                        let child = tree.levels[level + 1];
-                        for (dx, dz) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                            let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
-                            if child.present(cx, cz) {
-                                worst = worst.max(tree.records[child.id(cx, cz)].subtree_error());
-                            }
-                        }
-                    }
-                    if level > 0 {
-                        let parent = tree.levels[level - 1].id(ix / 2, iz / 2);
-                        worst = worst.max(tree.records[parent].fan_error());
-                    }
-                    tree.records[shape.id(ix, iz)] = SquareRecord {
-                        subtree_error: error_code(worst),
-                        ..record
-                    };
-                }
+        let (a, b) = (lo * scale + offset, hi * scale + offset);
+        let margin = 2.0 * a.abs().max(b.abs()) * 2f64.powi(-23) + 1e-30;
+        let (low, high) = (a.min(b) - margin, a.max(b) + margin);
+        let unit = (high - low) / 65_535.0;
+        HeightCodes {
+            origin: low,
+            unit,
+            scale: 1.0,
+            offset: 0.0,
+            map: (scale, offset),
+            quantum: 0.5 * unit * (1.0 + 2f64.powi(-20)),
+        }
+    }
+
+    /// Whether stored heights are the true ones (up to the `f32` rounding of drawing).
+    #[inline(always)]
+    pub fn exact(&self) -> bool {
+        self.quantum == 0.0
+    }
+
+    /// Largest distance of a code's height from the true one, before the `f32` rounding
+    /// (0 when exact).
+    #[cfg(test)]
+    pub fn quantum(&self) -> f64 {
+        self.quantum
+    }
+
+    /// The world height code `code` is drawn at.
+    #[inline(always)]
+    pub fn world(&self, code: u16) -> f32 {
+        ((self.origin + f64::from(code) * self.unit) * self.scale + self.offset) as f32
+    }
+
+    /// The code of a raw value (the value itself when exact, else the nearest step).
+    pub fn code(&self, raw: f64) -> u16 {
+        let steps = if self.exact() {
+            (raw - self.origin) / self.unit
+        } else {
+            (raw * self.map.0 + self.map.1 - self.origin) / self.unit
+        };
+        debug_assert!(!self.exact() || steps.fract() == 0.0, "{raw} is not a code");
+        steps.round().clamp(0.0, 65_535.0) as u16
+    }
+
+    /// The largest code drawn at most at `y` (0 if none).
+    pub fn below(&self, y: f64) -> u16 {
+        // Binary search: `world` is non-decreasing in the code.
+        let (mut lo, mut hi) = (0u32, 65_536u32);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if f64::from(self.world(mid as u16)) <= y {
+                lo = mid;
+            } else {
+                hi = mid;
             }
         }
-        tree
+        lo as u16
     }
 
-    /// The square's own values (its subtree error is filled in later).
-    fn own_record(
-        &self,
-        field: &Heightfield,
-        pyramid: &Pyramid,
-        level: usize,
-        ix: u32,
-        iz: u32,
-    ) -> SquareRecord {
-        let bounds = pyramid.node(level, ix, iz);
-        let size = self.levels[level].size;
-        let (x0, z0) = (ix * size, iz * size);
-        let half = size / 2;
-        let east = self.vertex_error(field, (x0 + size, z0), (x0 + size, z0 + size), half);
-        let south = self.vertex_error(field, (x0, z0 + size), (x0 + size, z0 + size), half);
-        SquareRecord {
-            min_y: self.heights.below(bounds.min_y),
-            max_y: self.heights.above(bounds.max_y),
-            fan_error: error_code(self.with_rounding(f64::from(bounds.error))),
-            subtree_error: 0,
-            east_error: error_code(east),
-            south_error: error_code(south),
-        }
-    }
-
-    /// A world error made safe for drawing: plus the rounding of drawn heights and a
-    /// relative margin for the f32 arithmetic of the tests; 0 stays 0 (exact).
-    fn with_rounding(&self, exact: f64) -> f32 {
-        if exact == 0.0 {
-            0.0
-        } else {
-            round_up(exact * (1.0 + 2f64.powi(-16)) + self.rounding)
-        }
-    }
-
-    /// Interpolation error of the midpoint of the edge from `a` to `b` (`half` cells from
-    /// each), in world units.
-    fn vertex_error(&self, field: &Heightfield, a: (u32, u32), b: (u32, u32), half: u32) -> f32 {
-        let h = |p: (u32, u32)| f64::from(field.raw_clamped(p.0, p.1));
-        let m = if a.0 == b.0 {
-            (a.0, a.1 + half)
-        } else {
-            (a.0 + half, a.1)
-        };
-        let raw = (h(m) - 0.5 * (h(a) + h(b))).abs();
-        if raw == 0.0 {
-            0.0
-        } else {
-            round_up(((raw + self.slack) * self.scale) * (1.0 + 2f64.powi(-16)))
-        }
-    }
-
-    /// Interpolation error of the edge vertex on `side` of square `(ix, iz)`.
-    pub fn side_vertex_error(
-        &self,
-        field: &Heightfield,
-        level: usize,
-        ix: u32,
-        iz: u32,
-        side: usize,
-    ) -> f32 {
-        let shape = self.levels[level];
-        match side {
-            EAST => self.records[shape.id(ix, iz)].east_error(),
-            SOUTH => self.records[shape.id(ix, iz)].south_error(),
-            NORTH if iz > 0 => self.records[shape.id(ix, iz - 1)].south_error(),
-            WEST if ix > 0 => self.records[shape.id(ix - 1, iz)].east_error(),
-            _ => {
-                let size = shape.size;
-                let (x0, z0) = (ix * size, iz * size);
-                let end = if side == NORTH {
-                    (x0 + size, z0)
-                } else {
-                    (x0, z0 + size)
-                };
-                self.vertex_error(field, (x0, z0), end, size / 2)
+    /// The smallest code drawn at least at `y` (65,535 if none).
+    pub fn above(&self, y: f64) -> u16 {
+        let (mut lo, mut hi) = (-1i32, 65_535i32);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if f64::from(self.world(mid as u16)) >= y {
+                hi = mid;
+            } else {
+                lo = mid;
             }
         }
-    }
-
-    /// The error this square's side of the test of its edge vertex on `side` uses: its fan
-    /// error plus the vertex's interpolation error (what drawing the square without that
-    /// vertex can add, see the module docs).
-    pub fn side_error(
-        &self,
-        field: &Heightfield,
-        level: usize,
-        ix: u32,
-        iz: u32,
-        side: usize,
-    ) -> f32 {
-        let fan = self.records[self.levels[level].id(ix, iz)].fan_error();
-        let vertex = self.side_vertex_error(field, level, ix, iz, side);
-        if vertex == 0.0 {
-            fan
-        } else {
-            // The f32 sum may round down by half an ulp.
-            (fan + vertex) * (1.0 + f32::EPSILON)
-        }
-    }
-
-    /// World box of a square.
-    pub fn aabb(&self, level: usize, ix: u32, iz: u32) -> Aabb {
-        let shape = self.levels[level];
-        let record = &self.records[shape.id(ix, iz)];
-        let (x0, z0) = ((ix * shape.size) as f32, (iz * shape.size) as f32);
-        let s = shape.size as f32;
-        Aabb {
-            min: Vec3::new(
-                x0 * self.cell_size,
-                self.heights.value(record.min_y),
-                z0 * self.cell_size,
-            ),
-            max: Vec3::new(
-                (x0 + s) * self.cell_size,
-                self.heights.value(record.max_y),
-                (z0 + s) * self.cell_size,
-            ),
-        }
-    }
-
-    /// Whether a square reaches beyond the drawn extent (it is never drawn itself: all its
-    /// stored children are).
-    pub fn straddles(&self, level: usize, ix: u32, iz: u32) -> bool {
-        let size = self.levels[level].size;
-        (ix + 1) * size > self.extent.0 || (iz + 1) * size > self.extent.1
-    }
-
-    /// Bytes of the static records.
-    pub fn bytes(&self) -> usize {
-        self.records.len() * size_of::<SquareRecord>()
+        hi as u16
     }
 }
 
@@ -389,24 +265,47 @@ mod tests {
     }
 
     #[test]
-    fn quantised_heights_round_outwards() {
-        for (low, high) in [
-            (130.0f32, 1870.0f32),
-            (-20.5, -20.5),
-            (-1e4, 3.0),
-            (0.0, 0.001),
-        ] {
-            let steps = HeightSteps::new(low, high);
-            for k in 0..=1000 {
-                let y = low + (high - low) * k as f32 / 1000.0;
-                for y in [y, y.next_up(), y.next_down()] {
-                    let (a, b) = (steps.value(steps.below(y)), steps.value(steps.above(y)));
-                    assert!(a <= y && y <= b, "{y} in {a} ..= {b}");
-                    assert!(
-                        b - a <= 2.0 * steps.step + y.abs() * 1e-6,
-                        "{y}: {a} ..= {b}"
-                    );
+    fn exact_codes_draw_the_sample_heights() {
+        for (scale, offset) in [(10.0f32, 0.0f32), (-0.25, 100.0), (1.0, -3.5)] {
+            let codes =
+                HeightCodes::new(-7.0, 300.0, f64::from(scale), f64::from(offset), Some(1.0));
+            assert!(codes.exact());
+            let mut last = f32::NEG_INFINITY;
+            for raw in -7..=300 {
+                let code = codes.code(f64::from(raw));
+                let expected = (f64::from(raw) * f64::from(scale) + f64::from(offset)) as f32;
+                assert_eq!(codes.world(code), expected);
+                if scale > 0.0 {
+                    assert!(codes.world(code) > last);
+                    last = codes.world(code);
                 }
+            }
+        }
+        // Half steps (local detail over an integer source) are exact too.
+        let codes = HeightCodes::new(0.0, 255.0, 10.0, 0.0, Some(0.25));
+        assert!(codes.exact());
+        assert_eq!(codes.world(codes.code(17.75)), 177.5);
+        // Too wide a range is quantised.
+        assert!(!HeightCodes::new(0.0, 65_536.0, 1.0, 0.0, Some(1.0)).exact());
+    }
+
+    #[test]
+    fn quantised_codes_stay_within_the_quantum_and_bounds_round_outwards() {
+        for (lo, hi, scale, offset) in [
+            (130.0f64, 1870.0, 1.0, 0.0),
+            (-20.5, -20.5, 1.0, 3.0),
+            (-1e4, 3.0, -2.0, 7.0),
+            (0.0, 0.001, 1.0, 0.0),
+        ] {
+            let codes = HeightCodes::new(lo, hi, scale, offset, None);
+            for k in 0..=1000 {
+                let raw = lo + (hi - lo) * f64::from(k) / 1000.0;
+                let y = raw * scale + offset;
+                let drawn = f64::from(codes.world(codes.code(raw)));
+                let rounding = y.abs() * 2f64.powi(-23);
+                assert!((drawn - y).abs() <= codes.quantum() + rounding, "{raw}");
+                let (a, b) = (codes.world(codes.below(y)), codes.world(codes.above(y)));
+                assert!(f64::from(a) <= y && y <= f64::from(b), "{y} in {a} ..= {b}");
             }
         }
     }

@@ -21,12 +21,13 @@
 //! and the drawn heights are a function of the view; a vertex appears and leaves with
 //! `t = 0` unless its ends are themselves moving, which is where popping is left.
 
-use super::records::{EAST, NORTH, SOUTH, WEST};
+use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
+use super::tree::{ABSENT, Sq};
 use super::update::ENABLED;
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
-use crate::lod::{MorphedHeight, sample_height};
+use crate::lod::MorphedHeight;
 
 /// The per-frame morphing inputs.
 pub(super) struct Morpher<'v> {
@@ -98,38 +99,41 @@ impl Morpher<'_> {
 const EDGES: [(usize, u32, u32); 4] = [(WEST, 0, 2), (SOUTH, 2, 3), (EAST, 3, 1), (NORTH, 1, 0)];
 
 impl AdaptiveLod<'_> {
-    /// Emits the enabled square `(level, ix, iz)` and its enabled descendants, drawn
-    /// corner heights `corners` (north-west, north-east, south-west, south-east); culls
-    /// whole subtrees whose box is outside `frustum`.
+    /// Emits the enabled square `sq` (neighbours `around`) and its enabled descendants,
+    /// drawn corner heights `corners` (north-west, north-east, south-west, south-east);
+    /// culls whole subtrees whose box is outside `frustum`.
     pub(super) fn render(
         &mut self,
         frustum: Option<&Frustum>,
         morpher: &Morpher<'_>,
-        (level, ix, iz): (usize, u32, u32),
+        sq: Sq,
+        around: &[u32; 4],
         corners: [f32; 4],
     ) {
-        let aabb = self.tree.aabb(level, ix, iz);
+        let aabb = self.tree.aabb(sq);
         if let Some(frustum) = frustum
             && frustum.classify(&aabb) == Containment::Outside
         {
             return;
         }
-        let size = self.tree.levels[level].size;
+        let size = self.tree.levels[sq.level as usize].size;
         let half = size / 2;
         let stride = self.vertices.stride;
-        let corner = self.vertices.index(GridPos::new(ix * size, iz * size));
+        let corner = self
+            .vertices
+            .index(GridPos::new(sq.ix * size, sq.iz * size));
         let (right, down) = (size, size * stride);
         let centre = corner + half * (stride + 1);
         // Drawn heights: the centre on the parent's diagonal through it, edge vertices on
         // their edges.
         // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
-        let (x0, z0) = (ix * size, iz * size);
+        let (x0, z0) = (sq.ix * size, sq.iz * size);
         let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
-        let centre_sample = self.height_at(at(half, half));
-        let centre_h = if level == 0 {
+        let centre_sample = self.tree.vertex_height(sq.id, CENTRE);
+        let centre_h = if sq.level == 0 {
             centre_sample
         } else {
-            let k = (ix & 1) | (iz & 1) << 1;
+            let k = sq.quadrant();
             let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
             let base = 0.5 * (corners[a] + corners[b]);
             morpher.height(centre_sample, base, [Some(aabb), None])
@@ -137,7 +141,7 @@ impl AdaptiveLod<'_> {
         self.push_morph(at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
         let sides_enabled: [bool; 4] =
-            std::array::from_fn(|side| self.mid_enabled(level, ix, iz, side));
+            std::array::from_fn(|side| self.mid_enabled(sq, side, Some(around)));
         let mut mids = [None; 4];
         for (side, (vertex, ends)) in [
             (at(size, half), (1, 3)),
@@ -152,37 +156,46 @@ impl AdaptiveLod<'_> {
                 continue;
             }
             let base = 0.5 * (corners[ends.0] + corners[ends.1]);
-            let sample = self.height_at(vertex);
+            let sample = self.mid_height(sq, side, around);
             // The neighbour's record only when the vertex morphs at all (a cache miss).
             let height = if sample == base || morpher.budget <= 0.0 {
                 sample
             } else {
-                let neighbour = self.neighbour_box(level, ix, iz, side);
+                let neighbour =
+                    (around[side] < ABSENT).then(|| self.tree.aabb(sq.beside(around[side], side)));
                 morpher.height(sample, base, [Some(aabb), neighbour])
             };
             self.push_morph(vertex, sample, height);
             mids[side] = Some(height);
         }
         let mut enabled_children = 0u32;
-        if level < self.finest {
-            let child = self.tree.levels[level + 1];
+        if self.tree.has_children(sq.id) {
+            let first = self.tree.first_child(sq.id);
             for k in 0..4 {
-                let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
-                if child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0 {
-                    enabled_children |= 1 << k;
-                    // An enabled child's two edge vertices on this square's sides are on.
-                    let m = |side: usize| mids[side].unwrap_or(centre_h);
-                    let child_corners = match k {
-                        0 => [corners[0], m(NORTH), m(WEST), centre_h],
-                        1 => [m(NORTH), corners[1], centre_h, m(EAST)],
-                        2 => [m(WEST), centre_h, corners[2], m(SOUTH)],
-                        _ => [centre_h, m(EAST), m(SOUTH), corners[3]],
-                    };
-                    self.render(frustum, morpher, (level + 1, cx, cz), child_corners);
+                let cid = (first + k) as usize;
+                if self.tree.records[cid].is_outside() || self.state[cid] & ENABLED == 0 {
+                    continue;
                 }
+                enabled_children |= 1 << k;
+                // An enabled child's two edge vertices on this square's sides are on.
+                let m = |side: usize| mids[side].unwrap_or(centre_h);
+                let child_corners = match k {
+                    0 => [corners[0], m(NORTH), m(WEST), centre_h],
+                    1 => [m(NORTH), corners[1], centre_h, m(EAST)],
+                    2 => [m(WEST), centre_h, corners[2], m(SOUTH)],
+                    _ => [centre_h, m(EAST), m(SOUTH), corners[3]],
+                };
+                let child_around = self.tree.child_neighbours(first, k, around);
+                self.render(
+                    frustum,
+                    morpher,
+                    sq.child(first, k),
+                    &child_around,
+                    child_corners,
+                );
             }
         }
-        if self.tree.straddles(level, ix, iz) {
+        if self.tree.straddles(sq) {
             // Every stored child is enabled and draws itself; the rest is padding.
             return;
         }
@@ -225,36 +238,30 @@ impl AdaptiveLod<'_> {
             self.drawn.push(drawn);
         }
     }
-}
 
-impl AdaptiveLod<'_> {
-    /// The sample height at `pos` (border repeated beyond the data), as drawn without
-    /// morphing.
-    pub(super) fn height_at(&self, pos: GridPos) -> f32 {
-        sample_height(self.field, pos)
+    /// The stored height of the edge vertex on `side` of `sq` (which must be drawable).
+    #[inline(always)]
+    fn mid_height(&self, sq: Sq, side: usize, around: &[u32; 4]) -> f32 {
+        match side {
+            EAST | SOUTH => self.tree.vertex_height(sq.id, side),
+            NORTH if sq.iz == 0 => self.tree.border_vertex(sq, NORTH).height,
+            WEST if sq.ix == 0 => self.tree.border_vertex(sq, WEST).height,
+            _ => {
+                let owned = if side == NORTH { SOUTH } else { EAST };
+                self.tree.vertex_height(around[side], owned)
+            }
+        }
     }
 
-    /// Records a drawn height other than the sample's, for a vertex in the buffer.
-    fn push_morph(&mut self, pos: GridPos, sample: f32, height: f32) {
+    /// Records a drawn height other than the grid's own, for a vertex in the buffer: a
+    /// morphed one, or with local detail one the grid's sample does not give.
+    pub(super) fn push_morph(&mut self, pos: GridPos, sample: f32, height: f32) {
         let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
-        if inside && height != sample {
+        if inside && (height != sample || self.fine.is_some_and(|f| f.replaced(pos))) {
             self.morphs.push(MorphedHeight {
                 vertex: self.vertices.index(pos),
                 height,
             });
         }
-    }
-
-    /// Box of the stored square across `side` of `(ix, iz)`, if any.
-    fn neighbour_box(&self, level: usize, ix: u32, iz: u32, side: usize) -> Option<Aabb> {
-        let (x, z) = match side {
-            EAST => (ix.checked_add(1)?, iz),
-            SOUTH => (ix, iz.checked_add(1)?),
-            NORTH => (ix, iz.checked_sub(1)?),
-            _ => (ix.checked_sub(1)?, iz),
-        };
-        self.tree.levels[level]
-            .present(x, z)
-            .then(|| self.tree.aabb(level, x, z))
     }
 }

@@ -1,10 +1,12 @@
 //! Unit tests of algorithm A: the state invariants after updates, and the incremental
 //! state equal to a fresh instance's for the same view.
 
-use super::update::{ENABLED, mid_bit, owner_of, parent_sides};
+use super::records::{EAST, SOUTH};
+use super::update::{ENABLED, mid_bit, parent_sides, ref_count};
 use super::*;
 use crate::camera::Camera;
 use crate::heightfield::Samples;
+use crate::lod::MorphedHeight;
 use crate::test_support::lcg_values;
 use glam::Vec3;
 
@@ -38,42 +40,66 @@ fn walk(field: &Heightfield, steps: usize) -> Vec<View> {
     views
 }
 
-/// Every enabled square has an enabled parent and enabled parent edge vertices; every
-/// enabled edge vertex has its squares enabled; reference counts match.
-fn check_invariants(lod: &AdaptiveLod<'_>) {
+/// Every stored square with its position, parents before children.
+fn all_squares(lod: &AdaptiveLod<'_>) -> Vec<Sq> {
     let tree = &lod.tree;
-    let mut counts = vec![[0u32; 4]; lod.state.len()];
-    for level in 0..=lod.finest {
-        let shape = tree.levels[level];
-        for iz in 0..shape.nz {
-            for ix in 0..shape.nx {
-                let word = lod.state[shape.id(ix, iz)];
-                for side in 0..4 {
-                    let (ox, oz, owned) = owner_of(ix, iz, side);
-                    if ox == ix && oz == iz && word & mid_bit(owned) != 0 {
-                        assert!(word & ENABLED != 0, "vertex of a disabled square");
-                    }
-                    if lod.mid_enabled(level, ix, iz, side) {
-                        assert!(word & ENABLED != 0, "shared vertex, disabled square");
-                    }
-                }
-                if word & ENABLED == 0 || level == 0 {
-                    continue;
-                }
-                let parent = tree.levels[level - 1];
-                assert!(lod.state[parent.id(ix / 2, iz / 2)] & ENABLED != 0);
-                for side in parent_sides((ix & 1) | (iz & 1) << 1) {
-                    assert!(lod.mid_enabled(level - 1, ix / 2, iz / 2, side));
-                    let (ox, oz, owned) = owner_of(ix / 2, iz / 2, side);
-                    counts[parent.id(ox, oz)][owned] += 1;
+    let mut out = vec![Sq::ROOT];
+    let mut next = 0;
+    while next < out.len() {
+        let sq = out[next];
+        next += 1;
+        if tree.has_children(sq.id) {
+            let first = tree.first_child(sq.id);
+            for k in 0..4 {
+                if !tree.records[(first + k) as usize].is_outside() {
+                    out.push(sq.child(first, k));
                 }
             }
         }
     }
+    out
+}
+
+/// Every enabled square has an enabled parent and enabled parent edge vertices; every
+/// enabled edge vertex has its squares enabled and can be drawn; reference counts match.
+fn check_invariants(lod: &AdaptiveLod<'_>) {
+    let tree = &lod.tree;
+    let mut counts = vec![[0u32; 4]; lod.state.len()];
+    let squares = all_squares(lod);
+    assert_eq!(squares.len(), tree.squares());
+    for &sq in &squares {
+        let word = lod.state[sq.id as usize];
+        for side in 0..4 {
+            if lod.mid_enabled(sq, side, None) {
+                assert!(word & ENABLED != 0, "shared vertex, disabled square");
+                assert!(lod.owner(sq, side, None).is_some());
+            }
+        }
+        for side in [EAST, SOUTH] {
+            if word & mid_bit(side) != 0 {
+                assert!(word & ENABLED != 0, "vertex of a disabled square");
+                let n = tree.neighbour(sq.id, side);
+                assert_ne!(n, tree::ABSENT, "an enabled vertex that cannot be drawn");
+            }
+        }
+        if word & ENABLED == 0 || sq.level == 0 {
+            continue;
+        }
+        let parent = sq.parent(tree.parent(sq.id));
+        assert!(lod.state[parent.id as usize] & ENABLED != 0);
+        for side in parent_sides(sq.quadrant()) {
+            assert!(lod.mid_enabled(parent, side, None));
+            let (owner, owned) = lod.owner(parent, side, None).expect("drawable");
+            counts[owner.id as usize][owned] += 1;
+        }
+    }
     for (id, count) in counts.iter().enumerate() {
         for (side, &n) in count.iter().enumerate() {
-            let stored = (lod.state[id] >> (11 + 3 * side as u32)) & 0b111;
-            assert_eq!(stored, n, "reference count of square {id} side {side}");
+            assert_eq!(
+                ref_count(lod.state[id], side),
+                n,
+                "reference count of square {id} side {side}"
+            );
         }
     }
 }
@@ -87,25 +113,132 @@ fn triangles(lod: &mut AdaptiveLod<'_>, view: &View) -> Vec<u32> {
 
 #[test]
 fn incremental_updates_equal_fresh_selections() {
-    for (width, height, seed) in [(65, 65, 1), (40, 23, 2), (3, 17, 3), (2, 2, 4)] {
-        let field = rough_field(width, height, seed);
+    for (width, height, seed, tolerance) in [
+        (65, 65, 1, 0.0),
+        (40, 23, 2, 0.0),
+        (3, 17, 3, 0.0),
+        (2, 2, 4, 0.0),
+        (65, 65, 1, 150.0),
+        (40, 23, 2, 60.0),
+    ] {
+        let field = stepped_field(width, height, seed);
         let pyramid = Pyramid::build(&field);
-        let mut walker = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
-        let mut resetting = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+        let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
+        let build = || AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let (mut walker, mut resetting) = (build(), build());
         for view in walk(&field, 30) {
             let incremental = triangles(&mut walker, &view);
             check_invariants(&walker);
             resetting.reset();
             assert_eq!(incremental, triangles(&mut resetting, &view), "after reset");
-            let mut fresh = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
             assert_eq!(
                 incremental,
-                triangles(&mut fresh, &view),
-                "{width} x {height}"
+                triangles(&mut build(), &view),
+                "{width} x {height}, T {tolerance}"
             );
             assert!(!incremental.is_empty() || view.cull());
         }
     }
+}
+
+/// Rough patches on flat and tilted ground (16-bit), so the sparse tree has leaves at
+/// every level.
+fn stepped_field(width: u32, height: u32, seed: u64) -> Heightfield {
+    let noise = lcg_values((width * height) as usize, seed, 400);
+    let raw = (0..width * height)
+        .map(|i| {
+            let (c, r) = (i % width, i / width);
+            let rough = (c / 8 + r / 8 + seed as u32).is_multiple_of(3);
+            let ground = if c < width / 2 {
+                1000
+            } else {
+                1000 + 5 * c as u16
+            };
+            ground + if rough { noise[i as usize] } else { 0 }
+        })
+        .collect();
+    Heightfield::new(width, height, Samples::U16(raw)).expect("valid field")
+}
+
+/// Selections and drawn heights of one instance along `views`.
+fn selections(lod: &mut AdaptiveLod<'_>, views: &[View]) -> Vec<(Vec<u32>, Vec<MorphedHeight>)> {
+    views
+        .iter()
+        .map(|view| match lod.select(view) {
+            Selection::Triangles {
+                indices, morphs, ..
+            } => (indices.to_vec(), morphs.to_vec()),
+            Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+        })
+        .collect()
+}
+
+/// With build tolerance 0 the sparse tree drops only squares below which nothing has an
+/// error, so it selects exactly what the full tree (every square of the pyramid) selects,
+/// triangles and drawn heights, along a walk; the full tree has a square per pyramid node.
+#[test]
+fn the_lossless_sparse_tree_selects_what_the_full_tree_does() {
+    for (width, height, seed) in [(65, 65, 1), (97, 41, 5), (33, 33, 8)] {
+        let field = stepped_field(width, height, seed);
+        let pyramid = Pyramid::build(&field);
+        let views = walk(&field, 24);
+        let full_tree = tree::build_from_field(&field, &pyramid, -1.0);
+        let nodes: usize = (0..pyramid.levels())
+            .map(|l| {
+                let (nx, nz) = pyramid.nodes(l);
+                nx as usize * nz as usize
+            })
+            .sum();
+        assert_eq!(full_tree.squares(), nodes);
+        let options = AdaptiveOptions::default();
+        let mut full = AdaptiveLod::from_tree(full_tree, LodOptions::default(), options, None);
+        let mut sparse = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+        assert!(sparse.squares() < full.squares(), "{width} x {height}");
+        assert_eq!(
+            selections(&mut sparse, &views),
+            selections(&mut full, &views)
+        );
+        check_invariants(&sparse);
+    }
+}
+
+/// Larger build tolerances keep fewer squares, down to the root alone once the tolerance
+/// exceeds every error; smooth ground costs little even losslessly.
+#[test]
+fn sparse_trees_shrink_with_the_build_tolerance() {
+    // Rough in one corner (a sixteenth of the area, rougher towards its far side), a
+    // tilted plane elsewhere.
+    let side = 129;
+    let noise = lcg_values(side * side, 3, 400);
+    let raw = (0..side * side)
+        .map(|i| {
+            let (c, r) = (i % side, i / side);
+            let plane = 1000 + 3 * c as u16 + 2 * r as u16;
+            if c < 32 && r < 32 {
+                plane + noise[i] * (c + r) as u16 / 64
+            } else {
+                plane
+            }
+        })
+        .collect();
+    let field = Heightfield::new(side as u32, side as u32, Samples::U16(raw)).expect("valid");
+    let pyramid = Pyramid::build(&field);
+    let full = tree::build_from_field(&field, &pyramid, -1.0).squares();
+    let mut last = usize::MAX;
+    let mut sizes = Vec::new();
+    for tolerance in [0.0, 10.0, 50.0, 100.0, 200.0, 400.0, 1e5] {
+        let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
+        let lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        assert!(lod.squares() <= last, "T {tolerance}: {sizes:?}");
+        last = lod.squares();
+        sizes.push((tolerance, lod.squares(), lod.static_bytes()));
+    }
+    assert!(
+        sizes[0].1 * 4 < full,
+        "{full} squares in the full tree: {sizes:?}"
+    );
+    assert!(sizes[4].1 * 2 < sizes[0].1, "{sizes:?}");
+    assert_eq!(last, 1, "{sizes:?}");
 }
 
 #[test]
@@ -174,4 +307,56 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
             "{carried_visits} squares evaluated along the flight, {fresh_visits} from scratch"
         );
     }
+}
+
+/// A detail's cell size must be the terrain's divided by a power of two, its origin on its
+/// lattice, its footprint on the terrain, its grid addressable, and it must be inserted
+/// into the terrain it was placed on.
+#[test]
+fn bad_details_are_refused() {
+    let terrain = stepped_field(33, 33, 1);
+    let detail = stepped_field(9, 5, 2);
+    let place = |origin: (f32, f32), cell: f32| Detail::new(&terrain, &detail, origin, cell);
+    for cell in [0.3, 1.0, 2.0, 0.0, -0.5, f32::NAN, f32::INFINITY, 1.0 / 3.0] {
+        assert!(
+            matches!(place((0.0, 0.0), cell), Err(DetailError::CellSize { .. })),
+            "{cell}"
+        );
+    }
+    let fine = place((2.5, 7.25), 0.25).expect("on the lattice");
+    assert_eq!((fine.shift(), fine.origin()), (2, (10, 29)));
+    assert_eq!(fine.footprint(), [10, 29, 18, 33]);
+    assert!(matches!(
+        place((0.1, 0.0), 0.25),
+        Err(DetailError::Origin { .. })
+    ));
+    assert!(matches!(
+        place((f32::NAN, 0.0), 0.25),
+        Err(DetailError::Origin { .. })
+    ));
+    assert!(matches!(
+        place((40.0, 0.0), 0.5),
+        Err(DetailError::Outside { .. })
+    ));
+    assert!(matches!(
+        place((-5.0, -3.0), 0.5),
+        Err(DetailError::Outside { .. })
+    ));
+    assert!(place((-4.0, -2.0), 0.5).is_ok(), "a corner overlaps");
+    assert!(matches!(
+        place((0.0, 0.0), 1.0 / 512.0),
+        Err(DetailError::CellSize { .. })
+    ));
+    let big = Heightfield::new(4097, 4097, Samples::U16(vec![0; 4097 * 4097])).expect("valid");
+    assert!(matches!(
+        Detail::new(&big, &detail, (0.0, 0.0), 1.0 / 32.0),
+        Err(DetailError::TooFine { .. })
+    ));
+    let other = stepped_field(17, 17, 1);
+    let pyramid = Pyramid::build(&other);
+    let options = AdaptiveOptions::default();
+    assert!(matches!(
+        AdaptiveLod::with_detail(&other, &pyramid, LodOptions::default(), options, &fine),
+        Err(DetailError::Terrain)
+    ));
 }

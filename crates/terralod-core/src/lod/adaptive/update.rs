@@ -2,7 +2,8 @@
 //! parents and neighbours) and the disable pass, finest level first, that drops exactly
 //! what no test and no dependency holds any more.
 
-use super::records::{EAST, HeightTree, NORTH, SOUTH, WEST};
+use super::records::{EAST, NORTH, SOUTH, WEST};
+use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
 use super::{AdaptiveLod, Deadline, EXPIRED, Tester, earlier};
 use crate::camera::Containment;
 
@@ -34,17 +35,6 @@ pub(super) fn parent_sides(k: u32) -> [usize; 2] {
     ]
 }
 
-/// Where the flag of the edge vertex on `side` of square `(ix, iz)` lives: the owner's
-/// position and the owned side.
-#[inline(always)]
-pub(super) fn owner_of(ix: u32, iz: u32, side: usize) -> (u32, u32, usize) {
-    match side {
-        NORTH if iz > 0 => (ix, iz - 1, SOUTH),
-        WEST if ix > 0 => (ix - 1, iz, EAST),
-        _ => (ix, iz, side),
-    }
-}
-
 #[inline(always)]
 pub(super) fn mid_bit(side: usize) -> u32 {
     1 << (MID_SHIFT + side as u32)
@@ -56,93 +46,119 @@ fn side_want_bit(side: usize) -> u32 {
 }
 
 #[inline(always)]
-fn ref_count(word: u32, side: usize) -> u32 {
+pub(super) fn ref_count(word: u32, side: usize) -> u32 {
     (word >> (REF_SHIFT + 3 * side as u32)) & REF_MASK
 }
 
-/// The other square sharing the owned edge vertex `side` of `(ix, iz)`, and its side.
+/// The side across an owned edge vertex (east or south) as the other square sees it.
 #[inline(always)]
-fn across(
-    tree: &HeightTree,
-    level: usize,
-    ix: u32,
-    iz: u32,
-    side: usize,
-) -> Option<(u32, u32, usize)> {
-    let shape = tree.levels[level];
-    let (x, z, back) = match side {
-        EAST => (ix + 1, iz, WEST),
-        SOUTH => (ix, iz + 1, NORTH),
-        _ => return None,
-    };
-    shape.present(x, z).then_some((x, z, back))
+fn back(side: usize) -> usize {
+    if side == EAST { WEST } else { NORTH }
 }
 
 impl AdaptiveLod<'_> {
-    /// Whether the edge vertex on `side` of `(ix, iz)` is enabled.
+    /// The square that owns the edge vertex on `side` of `sq`, and the owned side; `None`
+    /// when the vertex can never be drawn (the square across is not stored). `around` are
+    /// the neighbours of `sq` when the caller knows them (else they are looked up).
     #[inline(always)]
-    pub(super) fn mid_enabled(&self, level: usize, ix: u32, iz: u32, side: usize) -> bool {
-        let (ox, oz, owned) = owner_of(ix, iz, side);
-        let id = self.tree.levels[level].id(ox, oz);
-        self.state[id] & mid_bit(owned) != 0
+    pub(super) fn owner(
+        &self,
+        sq: Sq,
+        side: usize,
+        around: Option<&[u32; 4]>,
+    ) -> Option<(Sq, usize)> {
+        let owned = match side {
+            NORTH if sq.iz > 0 => SOUTH,
+            WEST if sq.ix > 0 => EAST,
+            _ => return Some((sq, side)),
+        };
+        let n = around.map_or_else(|| self.tree.neighbour(sq.id, side), |a| a[side]);
+        (n < ABSENT).then(|| (sq.beside(n, side), owned))
+    }
+
+    /// Whether the edge vertex on `side` of `sq` is enabled.
+    #[inline(always)]
+    pub(super) fn mid_enabled(&self, sq: Sq, side: usize, around: Option<&[u32; 4]>) -> bool {
+        self.owner(sq, side, around)
+            .is_some_and(|(o, owned)| self.state[o.id as usize] & mid_bit(owned) != 0)
     }
 
     /// Enables a square: its parent first, then the two parent edge vertices that are its
     /// corners (counted), which enable the neighbours sharing them.
-    pub(super) fn enable_square(&mut self, level: usize, ix: u32, iz: u32) {
-        let id = self.tree.levels[level].id(ix, iz);
-        if self.state[id] & ENABLED != 0 {
+    pub(super) fn enable_square(&mut self, sq: Sq) {
+        if self.state[sq.id as usize] & ENABLED != 0 {
             return;
         }
-        if level > 0 {
-            self.enable_square(level - 1, ix / 2, iz / 2);
+        let parent = (sq.level > 0).then(|| sq.parent(self.tree.parent(sq.id)));
+        if let Some(parent) = parent {
+            self.enable_square(parent);
         }
-        self.state[id] |= ENABLED;
-        self.deadline[id] = EXPIRED;
-        self.enabled += 1;
-        self.pending.push((level as u8, ix, iz));
-        if level > 0 {
-            let k = (ix & 1) | (iz & 1) << 1;
-            for side in parent_sides(k) {
-                let (ox, oz, owned) = owner_of(ix / 2, iz / 2, side);
-                let owner = self.tree.levels[level - 1].id(ox, oz);
-                self.state[owner] += 1 << (REF_SHIFT + 3 * owned as u32);
-                self.enable_mid(level - 1, ox, oz, owned);
-            }
+        self.mark_enabled(sq);
+        if let Some(parent) = parent {
+            self.enable_corners(parent, sq.quadrant(), None);
         }
     }
 
-    /// Enables an owned edge vertex and both squares that share it.
-    fn enable_mid(&mut self, level: usize, ox: u32, oz: u32, owned: usize) {
-        let id = self.tree.levels[level].id(ox, oz);
+    fn mark_enabled(&mut self, sq: Sq) {
+        self.state[sq.id as usize] |= ENABLED;
+        self.deadline[sq.id as usize] = EXPIRED;
+        self.enabled += 1;
+        self.pending.push(sq);
+    }
+
+    /// Counts and enables the two edge vertices of `parent` that are corners of its child
+    /// `k` (balance makes both drawable: a square with children has all its neighbours).
+    fn enable_corners(&mut self, parent: Sq, k: u32, around: Option<&[u32; 4]>) {
+        for side in parent_sides(k) {
+            let Some((owner, owned)) = self.owner(parent, side, around) else {
+                debug_assert!(false, "a corner of an enabled square cannot be drawn");
+                continue;
+            };
+            self.state[owner.id as usize] += 1 << (REF_SHIFT + 3 * owned as u32);
+            let across = if owner.id == parent.id {
+                around.map(|a| a[owned])
+            } else {
+                Some(parent.id)
+            };
+            self.enable_mid(owner, owned, across);
+        }
+    }
+
+    /// Enables an owned edge vertex and both squares that share it; `across` is the square
+    /// on the other side when the caller knows it.
+    fn enable_mid(&mut self, owner: Sq, owned: usize, across: Option<u32>) {
+        let id = owner.id as usize;
         if self.state[id] & mid_bit(owned) != 0 {
             return;
         }
         self.state[id] |= mid_bit(owned);
-        self.enable_square(level, ox, oz);
-        if let Some((x, z, _)) = across(&self.tree, level, ox, oz, owned) {
-            self.enable_square(level, x, z);
+        self.enable_square(owner);
+        if owned == EAST || owned == SOUTH {
+            let n = across.unwrap_or_else(|| self.tree.neighbour(owner.id, owned));
+            if n < ABSENT {
+                self.enable_square(owner.beside(n, owned));
+            }
         }
     }
 
-    /// Makes `(level, ix, iz)` a candidate of this frame's disable pass.
-    fn add_candidate(&mut self, level: usize, ix: u32, iz: u32) {
-        let id = self.tree.levels[level].id(ix, iz);
+    /// Makes `sq` a candidate of this frame's disable pass.
+    fn add_candidate(&mut self, sq: Sq) {
+        let id = sq.id as usize;
         if self.state[id] & CANDIDATE == 0 {
             self.state[id] |= CANDIDATE;
-            self.candidates[level].push((ix, iz));
+            self.candidates[sq.level as usize].push(sq);
         }
     }
 
-    /// Evaluates an enabled square: its side of its edge vertices' tests and its children's
-    /// box tests, enabling what passes. Returns its deadline (see `Motion`): until then
-    /// no answer can change. What changed becomes a candidate of the disable pass.
-    fn evaluate(&mut self, tester: &Tester<'_>, level: usize, ix: u32, iz: u32) -> Deadline {
+    /// Evaluates an enabled square (neighbours `around`): its side of its edge vertices'
+    /// tests and its children's box tests, enabling what passes. Returns its deadline (see
+    /// `Motion`): until then no answer can change. What changed becomes a candidate of the
+    /// disable pass.
+    fn evaluate(&mut self, tester: &Tester<'_>, sq: Sq, around: &[u32; 4]) -> Deadline {
         self.stats.nodes_visited += 1;
-        let shape = self.tree.levels[level];
-        let id = shape.id(ix, iz);
-        let wanted = level == 0 || self.state[id] & WANTED != 0;
-        let aabb = self.tree.aabb(level, ix, iz);
+        let id = sq.id as usize;
+        let wanted = sq.level == 0 || self.state[id] & WANTED != 0;
+        let aabb = self.tree.aabb(sq);
         // One frustum test for the square's own tests; its children need their own only
         // when it crosses the frustum.
         let (containment, mut slack) = if wanted {
@@ -152,9 +168,15 @@ impl AdaptiveLod<'_> {
         };
         let mut side_bits = 0;
         if containment != Containment::Outside {
-            for side in 0..4 {
-                let error = self.tree.side_error(self.field, level, ix, iz, side);
-                let (fails, side_slack) = tester.fails_slack(error, &aabb);
+            let fan = self.tree.records[id].fan_error();
+            for (side, &across) in around.iter().enumerate() {
+                if across == ABSENT {
+                    // A vertex inside a coarser leaf's edge: never drawn (its error is in
+                    // the fan error).
+                    continue;
+                }
+                let vertex = self.tree.stored_vertex_error(sq, side, Some(across));
+                let (fails, side_slack) = tester.fails_slack(side_error(fan, vertex), &aabb);
                 slack = slack.min(side_slack);
                 if fails {
                     side_bits |= side_want_bit(side);
@@ -164,26 +186,27 @@ impl AdaptiveLod<'_> {
         let old = self.state[id];
         let changed = (old ^ side_bits) >> SIDE_WANT_SHIFT & 0b1111;
         self.state[id] = (old & !(0b1111 << SIDE_WANT_SHIFT)) | side_bits | EVALUATED;
-        self.lists[level].push((ix, iz));
+        self.lists[sq.level as usize].push(sq);
         for side in 0..4 {
-            if changed & (1 << side) != 0 {
-                let (ox, oz, _) = owner_of(ix, iz, side);
-                self.add_candidate(level, ox, oz);
+            if changed & (1 << side) != 0
+                && let Some((owner, _)) = self.owner(sq, side, Some(around))
+            {
+                self.add_candidate(owner);
             }
         }
-        if level < self.finest {
-            let straddles = self.tree.straddles(level, ix, iz);
-            let child = self.tree.levels[level + 1];
+        if self.tree.has_children(sq.id) {
+            let straddles = self.tree.straddles(sq);
+            let first = self.tree.first_child(sq.id);
             for k in 0..4 {
-                let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
-                if !child.present(cx, cz) {
+                let cid = (first + k) as usize;
+                if self.tree.records[cid].is_outside() {
                     continue;
                 }
-                let cid = child.id(cx, cz);
+                let child = sq.child(first, k);
                 let want = straddles
                     || (containment != Containment::Outside && {
                         let error = self.tree.records[cid].subtree_error();
-                        let child_box = self.tree.aabb(level + 1, cx, cz);
+                        let child_box = self.tree.aabb(child);
                         let (fails, test_slack) = if containment == Containment::Inside {
                             tester.fails_slack(error, &child_box)
                         } else if error <= 0.0 {
@@ -208,39 +231,52 @@ impl AdaptiveLod<'_> {
                         self.deadline[cid] = EXPIRED;
                     }
                     if self.state[cid] & ENABLED == 0 {
-                        self.enable_square(level + 1, cx, cz);
+                        // The parent is enabled (it is being evaluated).
+                        self.mark_enabled(child);
+                        self.enable_corners(sq, k, Some(around));
                     }
                 } else if was {
                     self.state[cid] &= !WANTED;
                     self.deadline[cid] = EXPIRED;
-                    self.add_candidate(level + 1, cx, cz);
+                    self.add_candidate(child);
                 }
             }
         }
         for side in 0..4 {
-            if side_bits & side_want_bit(side) != 0 {
-                let (ox, oz, owned) = owner_of(ix, iz, side);
-                self.enable_mid(level, ox, oz, owned);
+            if side_bits & side_want_bit(side) != 0
+                && let Some((owner, owned)) = self.owner(sq, side, Some(around))
+            {
+                let across = if owner.id == sq.id {
+                    around[owned]
+                } else {
+                    sq.id
+                };
+                self.enable_mid(owner, owned, Some(across));
             }
         }
         self.motion.deadline(slack, tester.reach(&aabb))
     }
 
-    /// Evaluates `(level, ix, iz)` and then its enabled descendants, skipping every subtree
-    /// whose deadline has not passed; returns and stores the subtree's new deadline.
-    fn visit(&mut self, tester: &Tester<'_>, level: usize, ix: u32, iz: u32) -> Deadline {
-        let id = self.tree.levels[level].id(ix, iz);
+    /// Evaluates `sq` (neighbours `around`) and then its enabled descendants, skipping every
+    /// subtree whose deadline has not passed; returns and stores the subtree's new deadline.
+    fn visit(&mut self, tester: &Tester<'_>, sq: Sq, around: &[u32; 4]) -> Deadline {
+        let id = sq.id as usize;
         if !self.full && !self.motion.due(self.deadline[id]) {
             return self.deadline[id];
         }
-        let mut deadline = self.evaluate(tester, level, ix, iz);
-        if level < self.finest {
-            let child = self.tree.levels[level + 1];
+        let mut deadline = self.evaluate(tester, sq, around);
+        if self.tree.has_children(sq.id) {
+            let first = self.tree.first_child(sq.id);
             for k in 0..4 {
-                let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
-                if child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0 {
-                    deadline = earlier(deadline, self.visit(tester, level + 1, cx, cz));
+                let cid = (first + k) as usize;
+                if self.tree.records[cid].is_outside() || self.state[cid] & ENABLED == 0 {
+                    continue;
                 }
+                let child_around = self.tree.child_neighbours(first, k, around);
+                deadline = earlier(
+                    deadline,
+                    self.visit(tester, sq.child(first, k), &child_around),
+                );
             }
         }
         self.deadline[id] = deadline;
@@ -257,25 +293,25 @@ impl AdaptiveLod<'_> {
             list.clear();
         }
         self.pending.clear();
-        self.visit(tester, 0, 0, 0);
+        self.visit(tester, Sq::ROOT, &[OUTSIDE; 4]);
         // Squares enabled by propagation outside the subtrees visited, in the order they
         // were enabled (a parent is always enabled before its children).
         let mut next = 0;
         while next < self.pending.len() {
-            let (level, ix, iz) = self.pending[next];
+            let sq = self.pending[next];
             next += 1;
-            let level = level as usize;
-            let id = self.tree.levels[level].id(ix, iz);
+            let id = sq.id as usize;
             if self.state[id] & EVALUATED != 0 {
                 continue;
             }
-            let deadline = self.evaluate(tester, level, ix, iz);
+            let around = self.tree.neighbours(sq.id);
+            let deadline = self.evaluate(tester, sq, &around);
             self.deadline[id] = deadline;
             // Its ancestors' subtree deadlines include it.
-            let (mut level, mut ix, mut iz) = (level, ix, iz);
-            while level > 0 {
-                (level, ix, iz) = (level - 1, ix / 2, iz / 2);
-                let parent = self.tree.levels[level].id(ix, iz);
+            let mut cur = sq.id;
+            while cur != 0 {
+                cur = self.tree.parent(cur);
+                let parent = cur as usize;
                 let merged = earlier(self.deadline[parent], deadline);
                 if merged == self.deadline[parent] {
                     break;
@@ -298,16 +334,15 @@ impl AdaptiveLod<'_> {
     /// other enabled square and vertex failed its rule last frame and still does.
     pub(super) fn disable_pass(&mut self) {
         for level in (0..=self.finest).rev() {
-            let shape = self.tree.levels[level];
             let mut i = 0;
             while i < self.candidates[level].len() {
-                let (ix, iz) = self.candidates[level][i];
+                let sq = self.candidates[level][i];
                 i += 1;
-                let id = shape.id(ix, iz);
+                let id = sq.id as usize;
                 for side in [EAST, SOUTH, NORTH, WEST] {
                     let owned = match side {
-                        NORTH => iz == 0,
-                        WEST => ix == 0,
+                        NORTH => sq.iz == 0,
+                        WEST => sq.ix == 0,
                         _ => true,
                     };
                     let word = self.state[id];
@@ -317,14 +352,19 @@ impl AdaptiveLod<'_> {
                     if word & side_want_bit(side) != 0 {
                         continue;
                     }
-                    let across = across(&self.tree, level, ix, iz, side);
-                    let wanted_across = across.is_some_and(|(x, z, back)| {
-                        self.state[shape.id(x, z)] & side_want_bit(back) != 0
+                    let across = if side == EAST || side == SOUTH {
+                        let n = self.tree.neighbour(sq.id, side);
+                        (n < ABSENT).then(|| sq.beside(n, side))
+                    } else {
+                        None
+                    };
+                    let wanted_across = across.is_some_and(|x| {
+                        self.state[x.id as usize] & side_want_bit(back(side)) != 0
                     });
                     if !wanted_across {
                         self.state[id] &= !mid_bit(side);
-                        if let Some((x, z, _)) = across {
-                            self.add_candidate(level, x, z);
+                        if let Some(x) = across {
+                            self.add_candidate(x);
                         }
                     }
                 }
@@ -333,20 +373,20 @@ impl AdaptiveLod<'_> {
                 break;
             }
             for i in 0..self.candidates[level].len() {
-                let (ix, iz) = self.candidates[level][i];
-                let id = shape.id(ix, iz);
+                let sq = self.candidates[level][i];
+                let id = sq.id as usize;
                 let word = self.state[id];
                 if word & (ENABLED | WANTED) != ENABLED {
                     continue;
                 }
-                if (0..4).any(|side| self.mid_enabled(level, ix, iz, side)) {
+                if (0..4).any(|side| self.mid_enabled(sq, side, None)) {
                     continue;
                 }
-                if level < self.finest {
-                    let child = self.tree.levels[level + 1];
+                if self.tree.has_children(sq.id) {
+                    let first = self.tree.first_child(sq.id);
                     let any_child = (0..4).any(|k| {
-                        let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
-                        child.present(cx, cz) && self.state[child.id(cx, cz)] & ENABLED != 0
+                        let cid = (first + k) as usize;
+                        !self.tree.records[cid].is_outside() && self.state[cid] & ENABLED != 0
                     });
                     if any_child {
                         continue;
@@ -354,23 +394,22 @@ impl AdaptiveLod<'_> {
                 }
                 self.state[id] &= !ENABLED;
                 self.enabled -= 1;
-                self.add_candidate(level - 1, ix / 2, iz / 2);
-                let k = (ix & 1) | (iz & 1) << 1;
-                for side in parent_sides(k) {
-                    let (ox, oz, owned) = owner_of(ix / 2, iz / 2, side);
-                    let owner = self.tree.levels[level - 1].id(ox, oz);
-                    self.state[owner] -= 1 << (REF_SHIFT + 3 * owned as u32);
-                    self.add_candidate(level - 1, ox, oz);
+                let parent = sq.parent(self.tree.parent(sq.id));
+                self.add_candidate(parent);
+                for side in parent_sides(sq.quadrant()) {
+                    if let Some((owner, owned)) = self.owner(parent, side, None) {
+                        self.state[owner.id as usize] -= 1 << (REF_SHIFT + 3 * owned as u32);
+                        self.add_candidate(owner);
+                    }
                 }
             }
         }
         for level in 0..=self.finest {
-            let shape = self.tree.levels[level];
-            for &(ix, iz) in &self.lists[level] {
-                self.state[shape.id(ix, iz)] &= !EVALUATED;
+            for &sq in &self.lists[level] {
+                self.state[sq.id as usize] &= !EVALUATED;
             }
-            for &(ix, iz) in &self.candidates[level] {
-                self.state[shape.id(ix, iz)] &= !CANDIDATE;
+            for &sq in &self.candidates[level] {
+                self.state[sq.id as usize] &= !CANDIDATE;
             }
             self.candidates[level].clear();
         }

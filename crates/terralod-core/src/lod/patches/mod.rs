@@ -236,6 +236,7 @@ impl<'a> PatchesLod<'a> {
             vertices: GridVertices {
                 stride: tree.extent.0 + 1,
                 rows: tree.extent.1 + 1,
+                shift: 0,
             },
             tree,
             pool: PatchPool::new(patch_side, 0, field),

@@ -96,7 +96,8 @@ fn the_start_tree_is_the_coarsest_balanced_one_over_the_extent() {
         lod.grid_vertices(),
         GridVertices {
             stride: 101,
-            rows: 73
+            rows: 73,
+            shift: 0,
         }
     );
     check_tree(&lod);

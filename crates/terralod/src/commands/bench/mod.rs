@@ -11,6 +11,7 @@ mod stream;
 #[cfg(test)]
 mod uploads;
 
+use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
 use crate::terrain_args::{TerrainArgs, parse_size};
@@ -23,7 +24,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 use terralod_core::generate::{GenerateOptions, generate};
-use terralod_core::lod::{self, AlgorithmEntry, PatchStats, View};
+use terralod_core::lod::{self, AlgorithmEntry, Detail, PatchStats, View};
 use terralod_core::{Camera, Heightfield, Pyramid};
 use terralod_testkit::{check_mesh, measure_error, measure_popping};
 
@@ -194,6 +195,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .filter(|f| f.is_dir() && !args.scaling)
         .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|name| name == "streamed"));
     args.stream.refuse_detail_unless(streamed_dir.is_some())?;
+    let only_adaptive = args.algos.len() == 1 && args.algos[0] == "adaptive";
+    let detail_field = args.algorithm.detail.load(
+        if only_adaptive { "adaptive" } else { "" },
+        args.terrain.max_samples,
+    )?;
+    if detail_field.is_some() && args.scaling {
+        bail!("--detail does not apply to --scaling (generated terrains)");
+    }
     if args.scaling {
         return run_scaling(args, &entries);
     }
@@ -212,10 +221,31 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         ),
         (None, None) => path::default_path(field, args.frames as usize),
     };
+    let detail = detail_field
+        .as_ref()
+        .map(|d| args.algorithm.detail.place(field, d))
+        .transpose()?;
+    if detail.is_some() && args.measure_every > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "with --detail the error and popping are not measured (the oracle would need the \
+             whole terrain subdivided like the detail); --check still checks every frame"
+        );
+    }
     let (pyramid, pyramid_ms) = timed(|| Pyramid::build(field));
     let runs = entries
         .iter()
-        .map(|entry| fly(args, entry, field, &pyramid, pyramid_ms, &poses))
+        .map(|entry| {
+            fly(
+                args,
+                entry,
+                field,
+                &pyramid,
+                pyramid_ms,
+                &poses,
+                detail.as_ref(),
+            )
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     writeln!(
@@ -330,7 +360,8 @@ fn camera(
     .with_context(|| format!("camera at {:?} looking at {:?}", pose.eye, pose.target))
 }
 
-/// Flies `poses` with one algorithm.
+/// Flies `poses` with one algorithm (with the local detail inserted, if any: its error is
+/// then not measured).
 fn fly(
     args: &BenchArgs,
     entry: &AlgorithmEntry,
@@ -338,16 +369,22 @@ fn fly(
     pyramid: &Pyramid,
     pyramid_ms: f64,
     poses: &[Pose],
+    detail: Option<&Detail<'_>>,
 ) -> anyhow::Result<AlgorithmRun> {
     let options = args.algorithm.options();
-    let (mut algorithm, build_ms) = timed(|| (entry.build)(field, pyramid, &options));
+    let (algorithm, build_ms) = timed(|| build_algorithm(entry, field, pyramid, &options, detail));
+    let mut algorithm = algorithm?;
+    let measure_every = if detail.is_some() {
+        0
+    } else {
+        args.measure_every
+    };
     let bar = progress::bar(poses.len() as u64, format!("{} over the path", entry.name));
     let mut frames = Vec::with_capacity(poses.len());
     let (mut measured_max, mut measured_p99, mut measured_frames) = (None::<f64>, None::<f64>, 0);
     let mut defective = args.check.then_some(0usize);
     let (mut popping_max, mut popping_p99) = (None::<f64>, None::<f64>);
-    let measured =
-        |i: usize| args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
+    let measured = |i: usize| measure_every > 0 && i.is_multiple_of(measure_every as usize);
     // The mesh of the frame before a measured one, for the popping measurement.
     let mut previous_mesh = None;
     let mut warned_exhausted = false;
@@ -576,7 +613,7 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
         let poses = poses.get_or_insert_with(|| path::default_path(&field, args.frames as usize));
         let (pyramid, pyramid_ms) = timed(|| Pyramid::build(&field));
         for entry in entries {
-            let run = fly(args, entry, &field, &pyramid, pyramid_ms, poses)?;
+            let run = fly(args, entry, &field, &pyramid, pyramid_ms, poses, None)?;
             writeln!(
                 out,
                 "{size:>6}² {:<10} select median {:.3} ms, p95 {:.3} ms, triangles median {:.0}, \

@@ -1,0 +1,1008 @@
+//! The sparse square tree of algorithm A (A5): squares in a fixed-array pool, each holding
+//! its own heights, built from a heightfield keeping only the squares whose subtree has an
+//! error above a build tolerance.
+//!
+//! # The pool
+//!
+//! Squares live in one array, addressed by index (no `Box`, no per-square allocation): the
+//! root is slot 0, and the four children of a square are a *block* of four consecutive
+//! slots (quadrant `k`: bit 0 east half, bit 1 south half). Blocks are laid out level by
+//! level in the order of their parents, so the children of the `j`-th square that has
+//! children are block `j + 1`: a rank over one bit per square (has children) finds them,
+//! and a block stores its parent's index. A child slot that does not intersect the data
+//! (the padding of algorithm Q) holds [`SquareRecord::OUTSIDE`]. Squares carry no position:
+//! every walk knows `(level, ix, iz)` from the way it came ([`Sq`]), and neighbours are
+//! found through the parents (the article's `GetNeighbor`), or carried down the recursion.
+//!
+//! # What the tree keeps (the build)
+//!
+//! A square has children iff
+//!
+//! 1. its subtree error (the pyramid's monotone fan error) exceeds the build tolerance
+//!    `T`, or it reaches beyond the data (it draws nothing itself); or
+//! 2. a square at the next level has children and is its neighbour's child (*balance*: a
+//!    square with children has all four same-level neighbours, so every edge vertex of
+//!    a square with children can be drawn: its children need them as corners); or
+//! 3. a leaf next to it would otherwise miss an edge vertex that matters (below).
+//!
+//! A square without children draws its interior as its fan. An edge vertex whose
+//! neighbouring square does not exist (that square's parent is a leaf, so the vertex sits
+//! inside a coarser leaf's edge) can never be drawn without a T-junction: it is never
+//! enabled, and its interpolation error is added to the square's fan error instead. By
+//! rule 3 that sum stays within `T` for every leaf (else the coarser leaf gets children).
+//! With `T = 0` nothing is added: such a vertex lies on a fan edge of an exact leaf.
+//!
+//! # Heights and errors
+//!
+//! Each square stores the heights of its centre and its east and south edge vertices,
+//! exactly as drawn: [`HeightCodes`] for 16-bit sources, `f32` otherwise
+//! ([`VertexHeights`]); the grid's north and west border vertices are kept per level in
+//! small sorted tables, and the root's corners once. Errors are measured against the source heights (never against a
+//! coarser stored surface), so every bound the tests use is a bound on the true error:
+//! the fan error is the pyramid's error plus the quantum plus the left-out vertices' errors.
+
+use super::records::{
+    CENTRE, EAST, HeightCodes, NORTH, SOUTH, SquareRecord, WEST, error_code, error_value, round_up,
+};
+use crate::camera::Aabb;
+use crate::heightfield::{Heightfield, Samples};
+use crate::pyramid::Pyramid;
+use glam::Vec3;
+use rayon::prelude::*;
+
+/// The root's slot.
+pub(super) const ROOT: u32 = 0;
+/// A neighbour beyond the grid or the data: a vertex there is drawn by one square alone.
+pub(super) const OUTSIDE: u32 = u32::MAX;
+/// A neighbour that is not stored (its parent is a leaf): the vertex between cannot be
+/// drawn.
+pub(super) const ABSENT: u32 = u32::MAX - 1;
+
+/// A square with its position: pool index, level and index in the level's grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Sq {
+    pub id: u32,
+    pub level: u32,
+    pub ix: u32,
+    pub iz: u32,
+}
+
+impl Sq {
+    pub const ROOT: Sq = Sq {
+        id: ROOT,
+        level: 0,
+        ix: 0,
+        iz: 0,
+    };
+
+    /// Which quadrant of its parent the square is.
+    #[inline(always)]
+    pub fn quadrant(&self) -> u32 {
+        (self.ix & 1) | (self.iz & 1) << 1
+    }
+
+    /// Child `k` of this square, whose children start at slot `first`.
+    #[inline(always)]
+    pub fn child(&self, first: u32, k: u32) -> Sq {
+        Sq {
+            id: first + k,
+            level: self.level + 1,
+            ix: 2 * self.ix + (k & 1),
+            iz: 2 * self.iz + (k >> 1),
+        }
+    }
+
+    /// The square with pool index `id` at the position next to this one on `side`.
+    #[inline(always)]
+    pub fn beside(&self, id: u32, side: usize) -> Sq {
+        let (ix, iz) = match side {
+            EAST => (self.ix + 1, self.iz),
+            SOUTH => (self.ix, self.iz + 1),
+            NORTH => (self.ix, self.iz.wrapping_sub(1)),
+            _ => (self.ix.wrapping_sub(1), self.iz),
+        };
+        Sq {
+            id,
+            level: self.level,
+            ix,
+            iz,
+        }
+    }
+
+    /// The parent, with pool index `id`.
+    #[inline(always)]
+    pub fn parent(&self, id: u32) -> Sq {
+        Sq {
+            id,
+            level: self.level - 1,
+            ix: self.ix / 2,
+            iz: self.iz / 2,
+        }
+    }
+}
+
+/// One level of the quadtree: square size and the squares that intersect the data.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LevelShape {
+    /// Cells per square side.
+    pub size: u32,
+    pub nx: u32,
+    pub nz: u32,
+}
+
+impl LevelShape {
+    #[inline(always)]
+    pub fn present(&self, ix: u32, iz: u32) -> bool {
+        ix < self.nx && iz < self.nz
+    }
+}
+
+/// One bit per slot (the square has children) and the count before the word.
+#[derive(Clone, Copy, Debug, Default)]
+struct RankWord {
+    bits: u64,
+    before: u32,
+}
+
+/// An edge vertex on the grid's north or west border (owned by the square it bounds).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct BorderVertex {
+    /// Drawn world height.
+    pub height: f32,
+    /// Interpolation error code, as [`SquareRecord::east_error`].
+    error: u16,
+}
+
+impl BorderVertex {
+    pub fn error(&self) -> f32 {
+        error_value(self.error)
+    }
+}
+
+/// The heights a square owns (east and south edge vertices, centre: indexed by [`EAST`],
+/// [`SOUTH`], [`CENTRE`]), per pool slot: exact [`HeightCodes`] where they exist (16-bit
+/// sources), else `f32` world heights. Either way the drawn height is bit for bit the
+/// source's (`crate::lod::sample_height`).
+#[derive(Clone, Debug)]
+pub(super) enum VertexHeights {
+    Codes(Vec<[u16; 3]>),
+    Floats(Vec<[f32; 3]>),
+}
+
+/// The sparse tree: a pool of squares and what is needed to walk it.
+#[derive(Clone, Debug)]
+pub(super) struct SquareTree {
+    pub records: Vec<SquareRecord>,
+    vertex_heights: VertexHeights,
+    /// Per block of four slots, the parent's slot (the root block: [`OUTSIDE`]).
+    parents: Vec<u32>,
+    rank: Vec<RankWord>,
+    pub levels: Vec<LevelShape>,
+    /// Codes of the vertex heights (when [`VertexHeights::Codes`]).
+    pub heights: HeightCodes,
+    /// Codes of the box bounds: 65,536 steps over the world range, rounded outwards.
+    boxes: HeightCodes,
+    /// Per level, the north border's vertices by `ix` and the west border's by `iz`.
+    north: Vec<Vec<(u32, BorderVertex)>>,
+    west: Vec<Vec<(u32, BorderVertex)>>,
+    /// Drawn heights of the root's corners (north-west, north-east, south-west, south-east).
+    pub root_corners: [f32; 4],
+    pub cell_size: f32,
+    /// Drawn extent in columns and rows (as algorithm Q: the leaves' rectangle).
+    pub extent: (u32, u32),
+    /// Slots that hold a square.
+    squares: usize,
+    /// The largest fan error of a square without children (0 for a lossless tree): no
+    /// selection can be closer to the source than this there.
+    leaf_error: f32,
+}
+
+/// The side error: a square's fan error plus the interpolation error of the edge vertex
+/// (what drawing the square without that vertex can add, see the module docs of
+/// `adaptive`).
+#[inline(always)]
+pub(super) fn side_error(fan: f32, vertex: f32) -> f32 {
+    if vertex == 0.0 {
+        fan
+    } else {
+        // The f32 sum may round down by half an ulp.
+        (fan + vertex) * (1.0 + f32::EPSILON)
+    }
+}
+
+impl SquareTree {
+    /// Drawn world height of a vertex that square `id` owns ([`EAST`], [`SOUTH`] or
+    /// [`CENTRE`]).
+    #[inline(always)]
+    pub fn vertex_height(&self, id: u32, slot: usize) -> f32 {
+        match &self.vertex_heights {
+            VertexHeights::Codes(v) => self.heights.world(v[id as usize][slot]),
+            VertexHeights::Floats(v) => v[id as usize][slot],
+        }
+    }
+
+    /// Whether the square in slot `id` has children.
+    #[inline(always)]
+    pub fn has_children(&self, id: u32) -> bool {
+        (self.rank[(id >> 6) as usize].bits >> (id & 63)) & 1 != 0
+    }
+
+    /// The first slot of the children of `id` (which must have children).
+    #[inline(always)]
+    pub fn first_child(&self, id: u32) -> u32 {
+        let word = self.rank[(id >> 6) as usize];
+        let below = word.bits & ((1u64 << (id & 63)) - 1);
+        4 * (1 + word.before + below.count_ones())
+    }
+
+    /// The parent slot of a square other than the root.
+    #[inline(always)]
+    pub fn parent(&self, id: u32) -> u32 {
+        self.parents[(id >> 2) as usize]
+    }
+
+    /// A slot, or [`OUTSIDE`] when it holds no square.
+    #[inline(always)]
+    fn slot(&self, id: u32) -> u32 {
+        if self.records[id as usize].is_outside() {
+            OUTSIDE
+        } else {
+            id
+        }
+    }
+
+    /// The same-level neighbour of `id` on `side`: a slot, [`OUTSIDE`] or [`ABSENT`]. Walks
+    /// up to the common ancestor and down its mirror image (cost: the levels climbed).
+    pub fn neighbour(&self, id: u32, side: usize) -> u32 {
+        let (flip, crosses) = match side {
+            EAST => (1, 1),
+            WEST => (1, 0),
+            SOUTH => (2, 2),
+            _ => (2, 0),
+        };
+        let mut path = [0u8; 32];
+        let mut depth = 0;
+        let mut cur = id;
+        loop {
+            if cur == ROOT {
+                return OUTSIDE;
+            }
+            let k = cur & 3;
+            if k & flip != crosses {
+                break;
+            }
+            path[depth] = k as u8;
+            depth += 1;
+            cur = self.parent(cur);
+        }
+        let mut n = self.slot(cur ^ flip);
+        while depth > 0 && n < ABSENT {
+            depth -= 1;
+            if !self.has_children(n) {
+                return ABSENT;
+            }
+            n = self.slot(self.first_child(n) + (u32::from(path[depth]) ^ flip));
+        }
+        n
+    }
+
+    /// The neighbours (east, south, north, west) of child `k` of a square whose children
+    /// start at `first` and whose own neighbours are `around`.
+    #[inline(always)]
+    pub fn child_neighbours(&self, first: u32, k: u32, around: &[u32; 4]) -> [u32; 4] {
+        let sibling = |j: u32| self.slot(first + j);
+        let across = |side: usize, j: u32| {
+            let n = around[side];
+            if n >= ABSENT {
+                n
+            } else if !self.has_children(n) {
+                ABSENT
+            } else {
+                self.slot(self.first_child(n) + j)
+            }
+        };
+        [
+            if k & 1 == 0 {
+                sibling(k + 1)
+            } else {
+                across(EAST, k - 1)
+            },
+            if k & 2 == 0 {
+                sibling(k + 2)
+            } else {
+                across(SOUTH, k - 2)
+            },
+            if k & 2 != 0 {
+                sibling(k - 2)
+            } else {
+                across(NORTH, k + 2)
+            },
+            if k & 1 != 0 {
+                sibling(k - 1)
+            } else {
+                across(WEST, k + 1)
+            },
+        ]
+    }
+
+    /// The four neighbours of a square, found through the parents.
+    pub fn neighbours(&self, id: u32) -> [u32; 4] {
+        [EAST, SOUTH, NORTH, WEST].map(|side| self.neighbour(id, side))
+    }
+
+    /// The border vertex on `side` (north or west) of a square on that border.
+    pub fn border_vertex(&self, sq: Sq, side: usize) -> BorderVertex {
+        let (table, key) = if side == NORTH {
+            (&self.north[sq.level as usize], sq.ix)
+        } else {
+            (&self.west[sq.level as usize], sq.iz)
+        };
+        match table.binary_search_by_key(&key, |&(k, _)| k) {
+            Ok(i) => table[i].1,
+            // Every stored border square has its vertex; unreachable for valid positions.
+            Err(_) => BorderVertex {
+                height: 0.0,
+                error: 0,
+            },
+        }
+    }
+
+    /// World box of a square.
+    #[inline(always)]
+    pub fn aabb(&self, sq: Sq) -> Aabb {
+        let size = self.levels[sq.level as usize].size;
+        let (lo, hi) = self.records[sq.id as usize].box_codes();
+        let (x0, z0) = ((sq.ix * size) as f32, (sq.iz * size) as f32);
+        let s = size as f32;
+        Aabb {
+            min: Vec3::new(
+                x0 * self.cell_size,
+                self.boxes.world(lo),
+                z0 * self.cell_size,
+            ),
+            max: Vec3::new(
+                (x0 + s) * self.cell_size,
+                self.boxes.world(hi),
+                (z0 + s) * self.cell_size,
+            ),
+        }
+    }
+
+    /// Whether a square reaches beyond the drawn extent (it is never drawn itself: all its
+    /// stored children are).
+    #[inline(always)]
+    pub fn straddles(&self, sq: Sq) -> bool {
+        let size = self.levels[sq.level as usize].size;
+        (sq.ix + 1) * size > self.extent.0 || (sq.iz + 1) * size > self.extent.1
+    }
+
+    /// The largest fan error of a leaf (see the field).
+    pub fn leaf_error(&self) -> f32 {
+        self.leaf_error
+    }
+
+    /// Number of squares stored (slots holding one).
+    pub fn squares(&self) -> usize {
+        self.squares
+    }
+
+    /// Number of pool slots (squares plus the slots of children beyond the data).
+    pub fn slots(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Bytes of the static tree: records, vertex heights, block parents, rank words,
+    /// border tables.
+    pub fn bytes(&self) -> usize {
+        let heights = match &self.vertex_heights {
+            VertexHeights::Codes(v) => v.len() * size_of::<[u16; 3]>(),
+            VertexHeights::Floats(v) => v.len() * size_of::<[f32; 3]>(),
+        };
+        let border: usize = self
+            .north
+            .iter()
+            .chain(&self.west)
+            .map(|t| t.len() * size_of::<(u32, BorderVertex)>())
+            .sum();
+        self.records.len() * size_of::<SquareRecord>()
+            + heights
+            + self.parents.len() * size_of::<u32>()
+            + self.rank.len() * size_of::<RankWord>()
+            + border
+    }
+}
+
+/// Where the tree's heights and bounds come from.
+pub(super) trait Source: Sync {
+    /// The levels: level 0 the root, the last one squares of 2 cells.
+    fn shapes(&self) -> Vec<LevelShape>;
+    /// World height bounds of the square's samples and an upper bound of `|h − F|` over
+    /// them and over its descendants' samples against their fans (world units, `F` the
+    /// fan through the true heights).
+    fn bounds(&self, level: usize, ix: u32, iz: u32) -> (f64, f64, f32);
+    /// Raw height at a grid position (padding: the border repeated).
+    fn raw(&self, col: u32, row: u32) -> f64;
+    /// The codes vertex heights are stored in when they are exact (else as `f32`).
+    fn codes(&self) -> HeightCodes;
+    /// The codes of box bounds (quantised, rounded outwards).
+    fn box_codes(&self) -> HeightCodes;
+    /// The drawn world height of a raw height (`raw · scale + offset` in `f64`, rounded
+    /// once: [`crate::lod::sample_height`]).
+    fn drawn(&self, raw: f64) -> f32;
+    /// `|raw difference|` as a world error, rounded up (with the source's rounding slack).
+    fn world_error(&self, raw: f64) -> f32;
+    /// Largest world height magnitude (for the `f32` rounding of drawn heights).
+    fn largest_height(&self) -> f64;
+    fn cell_size(&self) -> f32;
+}
+
+/// A heightfield and its pyramid.
+pub(super) struct FieldSource<'a> {
+    pub field: &'a Heightfield,
+    pub pyramid: &'a Pyramid,
+    /// The field's raw range (scanned once: `raw_range` visits every sample).
+    range: (f32, f32),
+}
+
+impl<'a> FieldSource<'a> {
+    pub fn new(field: &'a Heightfield, pyramid: &'a Pyramid) -> Self {
+        FieldSource {
+            field,
+            pyramid,
+            range: field.raw_range(),
+        }
+    }
+
+    /// Smallest and largest raw value.
+    pub fn raw_range(&self) -> (f32, f32) {
+        self.range
+    }
+}
+
+impl Source for FieldSource<'_> {
+    fn shapes(&self) -> Vec<LevelShape> {
+        (0..self.pyramid.levels())
+            .map(|level| {
+                let (nx, nz) = self.pyramid.nodes(level);
+                LevelShape {
+                    size: self.pyramid.node_size(level),
+                    nx,
+                    nz,
+                }
+            })
+            .collect()
+    }
+
+    fn bounds(&self, level: usize, ix: u32, iz: u32) -> (f64, f64, f32) {
+        let b = self.pyramid.node(level, ix, iz);
+        (f64::from(b.min_y), f64::from(b.max_y), b.error)
+    }
+
+    fn raw(&self, col: u32, row: u32) -> f64 {
+        f64::from(self.field.raw_clamped(col, row))
+    }
+
+    fn codes(&self) -> HeightCodes {
+        let (lo, hi) = self.range;
+        let mapping = self.field.mapping();
+        let integer = !matches!(self.field.samples(), Samples::F32(_));
+        HeightCodes::new(
+            f64::from(lo),
+            f64::from(hi),
+            f64::from(mapping.height_scale),
+            f64::from(mapping.height_offset),
+            integer.then_some(1.0),
+        )
+    }
+
+    fn box_codes(&self) -> HeightCodes {
+        let (lo, hi) = self.range;
+        let mapping = self.field.mapping();
+        HeightCodes::new(
+            f64::from(lo),
+            f64::from(hi),
+            f64::from(mapping.height_scale),
+            f64::from(mapping.height_offset),
+            None,
+        )
+    }
+
+    fn drawn(&self, raw: f64) -> f32 {
+        let mapping = self.field.mapping();
+        (raw * f64::from(mapping.height_scale) + f64::from(mapping.height_offset)) as f32
+    }
+
+    fn world_error(&self, raw: f64) -> f32 {
+        if raw == 0.0 {
+            return 0.0;
+        }
+        let (lo, hi) = self.range;
+        let slack = match self.field.samples() {
+            Samples::F32(_) => f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45),
+            Samples::U16(_) | Samples::I16(_) => 0.0,
+        };
+        let scale = f64::from(self.field.mapping().height_scale.abs());
+        round_up((raw + slack) * scale * (1.0 + 2f64.powi(-16)))
+    }
+
+    fn largest_height(&self) -> f64 {
+        let (lo, hi) = self.field.world_range();
+        f64::from(lo.abs().max(hi.abs()))
+    }
+
+    fn cell_size(&self) -> f32 {
+        self.field.mapping().cell_size
+    }
+}
+
+/// Which squares have children, per level, while building: a bit per square of the
+/// level where that is small, else a set (the finer levels of a local detail have up to
+/// 4^k times the terrain's squares, of which only those near the footprint can be
+/// marked); and the marked squares of each level in the order they were marked.
+struct Marks {
+    levels: Vec<Membership>,
+    lists: Vec<Vec<(u32, u32)>>,
+    shapes: Vec<LevelShape>,
+}
+
+enum Membership {
+    Dense(Vec<bool>),
+    Sparse(std::collections::HashSet<(u32, u32)>),
+}
+
+/// Largest level kept as one bit per square while building.
+const DENSE_MARKS: usize = 1 << 24;
+
+impl Marks {
+    fn new(shapes: &[LevelShape]) -> Marks {
+        Marks {
+            levels: shapes
+                .iter()
+                .map(|s| {
+                    let n = s.nx as usize * s.nz as usize;
+                    if n <= DENSE_MARKS {
+                        Membership::Dense(vec![false; n])
+                    } else {
+                        Membership::Sparse(Default::default())
+                    }
+                })
+                .collect(),
+            lists: vec![Vec::new(); shapes.len()],
+            shapes: shapes.to_vec(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, level: usize, ix: u32, iz: u32) -> bool {
+        let s = self.shapes[level];
+        s.present(ix, iz)
+            && match &self.levels[level] {
+                Membership::Dense(bits) => bits[iz as usize * s.nx as usize + ix as usize],
+                Membership::Sparse(set) => set.contains(&(ix, iz)),
+            }
+    }
+
+    /// Marks a present square; true if it was not marked.
+    fn set(&mut self, level: usize, ix: u32, iz: u32) -> bool {
+        let s = self.shapes[level];
+        debug_assert!(s.present(ix, iz));
+        let new = match &mut self.levels[level] {
+            Membership::Dense(bits) => {
+                !std::mem::replace(&mut bits[iz as usize * s.nx as usize + ix as usize], true)
+            }
+            Membership::Sparse(set) => set.insert((ix, iz)),
+        };
+        if new {
+            self.lists[level].push((ix, iz));
+        }
+        new
+    }
+
+    /// Whether a present square is stored (the root, or its parent has children).
+    fn exists(&self, level: usize, ix: u32, iz: u32) -> bool {
+        level == 0 || self.get(level - 1, ix / 2, iz / 2)
+    }
+}
+
+/// The present children of `(ix, iz)` on the next level.
+fn children(next: LevelShape, ix: u32, iz: u32) -> impl Iterator<Item = (u32, u32)> {
+    (0..4)
+        .map(move |k| (2 * ix + (k & 1), 2 * iz + (k >> 1)))
+        .filter(move |&(x, z)| next.present(x, z))
+}
+
+/// The position beside `(ix, iz)` on `side`, if it is inside the level's grid.
+fn beside(shape: LevelShape, ix: u32, iz: u32, side: usize) -> Option<(u32, u32)> {
+    let (x, z) = match side {
+        EAST => (ix.checked_add(1)?, iz),
+        SOUTH => (ix, iz.checked_add(1)?),
+        NORTH => (ix, iz.checked_sub(1)?),
+        _ => (ix.checked_sub(1)?, iz),
+    };
+    shape.present(x, z).then_some((x, z))
+}
+
+/// The edge vertex on `side` of a square at `(x0, z0)` of `size` cells, and its edge's
+/// two ends.
+fn edge(x0: u32, z0: u32, size: u32, side: usize) -> [(u32, u32); 3] {
+    let half = size / 2;
+    match side {
+        EAST => [
+            (x0 + size, z0 + half),
+            (x0 + size, z0),
+            (x0 + size, z0 + size),
+        ],
+        SOUTH => [
+            (x0 + half, z0 + size),
+            (x0, z0 + size),
+            (x0 + size, z0 + size),
+        ],
+        NORTH => [(x0 + half, z0), (x0, z0), (x0 + size, z0)],
+        _ => [(x0, z0 + half), (x0, z0), (x0, z0 + size)],
+    }
+}
+
+/// Position of a pool slot while building (`level == u32::MAX`: outside).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    level: u32,
+    ix: u32,
+    iz: u32,
+}
+
+const OUT_SLOT: Slot = Slot {
+    level: u32::MAX,
+    ix: 0,
+    iz: 0,
+};
+
+/// Builds the tree of `source` for build tolerance `tolerance` (world units).
+pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
+    let shapes = source.shapes();
+    let finest = shapes.len() - 1;
+    let extent = (
+        shapes[finest].nx * shapes[finest].size,
+        shapes[finest].nz * shapes[finest].size,
+    );
+    let straddles = |level: usize, ix: u32, iz: u32| {
+        let size = shapes[level].size;
+        (ix + 1) * size > extent.0 || (iz + 1) * size > extent.1
+    };
+    let codes = source.codes();
+    let boxes = source.box_codes();
+    let rounding = source.largest_height() * 2f64.powi(-23);
+
+    // Which squares have children: rule 1, then rules 2 and 3 until nothing changes.
+    // Rule 1, coarse to fine over the squares that exist: subtree errors and reaching
+    // beyond the data are monotone towards the root, so a square it marks has a marked
+    // parent.
+    let mut marks = Marks::new(&shapes);
+    let rule_one = |level: usize, ix: u32, iz: u32| {
+        level < finest && (straddles(level, ix, iz) || source.bounds(level, ix, iz).2 > tolerance)
+    };
+    if rule_one(0, 0, 0) {
+        marks.set(0, 0, 0);
+    }
+    for level in 0..finest.saturating_sub(1) {
+        let mut i = 0;
+        while i < marks.lists[level].len() {
+            let (ix, iz) = marks.lists[level][i];
+            i += 1;
+            for (cx, cz) in children(shapes[level + 1], ix, iz) {
+                if rule_one(level + 1, cx, cz) {
+                    marks.set(level + 1, cx, cz);
+                }
+            }
+        }
+    }
+    let exact_vertex_error = |level: usize, ix: u32, iz: u32, side: usize| {
+        let size = shapes[level].size;
+        let [m, a, b] = edge(ix * size, iz * size, size, side);
+        let h = |p: (u32, u32)| source.raw(p.0, p.1);
+        source.world_error((h(m) - 0.5 * (h(a) + h(b))).abs())
+    };
+    balance(&mut marks, &shapes, finest);
+    // Rule 3: a leaf whose fan error plus a left-out vertex's error exceeds `T` gives the
+    // coarser leaf across that vertex children. Each square is checked when it comes to
+    // exist (more squares only make more vertices drawable, so a passed check stays
+    // passed); new marks go through a worklist that applies rule 2 to them.
+    let mut work = Vec::new();
+    let check =
+        |marks: &mut Marks, work: &mut Vec<(usize, u32, u32)>, level: usize, ix: u32, iz: u32| {
+            if marks.get(level, ix, iz) {
+                return;
+            }
+            let shape = shapes[level];
+            let own = source.bounds(level, ix, iz).2;
+            for side in [EAST, SOUTH, NORTH, WEST] {
+                let Some((x, z)) = beside(shape, ix, iz, side) else {
+                    continue;
+                };
+                if marks.exists(level, x, z) {
+                    continue;
+                }
+                let vertex = exact_vertex_error(level, ix, iz, side);
+                if f64::from(own) + f64::from(vertex) > f64::from(tolerance)
+                    && marks.set(level - 1, x / 2, z / 2)
+                {
+                    work.push((level - 1, x / 2, z / 2));
+                }
+            }
+        };
+    for (level, &shape) in shapes.iter().enumerate().skip(1) {
+        let mut i = 0;
+        while i < marks.lists[level - 1].len() {
+            let (px, pz) = marks.lists[level - 1][i];
+            i += 1;
+            for (cx, cz) in children(shape, px, pz) {
+                check(&mut marks, &mut work, level, cx, cz);
+            }
+        }
+    }
+    while let Some((level, ix, iz)) = work.pop() {
+        if level > 0 {
+            let shape = shapes[level];
+            let sides = [EAST, SOUTH, NORTH, WEST].map(|side| beside(shape, ix, iz, side));
+            for (x, z) in std::iter::once(Some((ix, iz))).chain(sides).flatten() {
+                if marks.set(level - 1, x / 2, z / 2) {
+                    work.push((level - 1, x / 2, z / 2));
+                }
+            }
+        }
+        // Its children now exist.
+        for (cx, cz) in children(shapes[level + 1], ix, iz) {
+            check(&mut marks, &mut work, level + 1, cx, cz);
+        }
+    }
+
+    // The pool, level by level: each square with children appends its block.
+    let mut slots = vec![
+        Slot {
+            level: 0,
+            ix: 0,
+            iz: 0,
+        },
+        OUT_SLOT,
+        OUT_SLOT,
+        OUT_SLOT,
+    ];
+    let mut parents = vec![OUTSIDE];
+    let mut next = 0;
+    while next < slots.len() {
+        let s = slots[next];
+        if s.level != u32::MAX && marks.get(s.level as usize, s.ix, s.iz) {
+            parents.push(next as u32);
+            let child = shapes[s.level as usize + 1];
+            for k in 0..4 {
+                let (cx, cz) = (2 * s.ix + (k & 1), 2 * s.iz + (k >> 1));
+                slots.push(if child.present(cx, cz) {
+                    Slot {
+                        level: s.level + 1,
+                        ix: cx,
+                        iz: cz,
+                    }
+                } else {
+                    OUT_SLOT
+                });
+            }
+        }
+        next += 1;
+    }
+    let mut rank = vec![RankWord::default(); slots.len().div_ceil(64)];
+    let mut before = 0;
+    for (w, word) in rank.iter_mut().enumerate() {
+        word.before = before;
+        for (b, s) in slots[w * 64..((w + 1) * 64).min(slots.len())]
+            .iter()
+            .enumerate()
+        {
+            if s.level != u32::MAX && marks.get(s.level as usize, s.ix, s.iz) {
+                word.bits |= 1 << b;
+            }
+        }
+        before += word.bits.count_ones();
+    }
+
+    // Drawn vertex errors: the stored height against the mean of the stored ends; 0 for
+    // a vertex that can never be drawn. `drawable` says which, `None` for a vertex drawn
+    // alone (beyond it: the grid's border or no data).
+    let world = |p: (u32, u32)| f64::from(source.drawn(source.raw(p.0, p.1)));
+    let drawn_vertex_error = |level: usize, ix: u32, iz: u32, side: usize| -> (f32, bool) {
+        let size = shapes[level].size;
+        let [m, a, b] = edge(ix * size, iz * size, size, side);
+        let raw = (world(m) - 0.5 * (world(a) + world(b))).abs();
+        let drawable =
+            beside(shapes[level], ix, iz, side).is_none_or(|(x, z)| marks.exists(level, x, z));
+        let error = if raw == 0.0 {
+            0.0
+        } else {
+            error_value(error_code(round_up(raw * (1.0 + 2f64.powi(-16)))))
+        };
+        (error, drawable)
+    };
+    let records: Vec<SquareRecord> = slots
+        .par_iter()
+        .map(|s| {
+            if s.level == u32::MAX {
+                return SquareRecord::OUTSIDE;
+            }
+            let (level, ix, iz) = (s.level as usize, s.ix, s.iz);
+            let (lo, hi, error) = source.bounds(level, ix, iz);
+            let margin = 2.0 * rounding;
+            let box_codes = (boxes.below(lo - margin), boxes.above(hi + margin));
+            let sides =
+                [EAST, SOUTH, NORTH, WEST].map(|side| drawn_vertex_error(level, ix, iz, side));
+            let left_out = sides
+                .iter()
+                .filter(|(_, drawable)| !drawable)
+                .map(|&(e, _)| f64::from(e))
+                .fold(0.0, f64::max);
+            let exact = f64::from(error) + left_out;
+            let fan = if exact == 0.0 {
+                0.0
+            } else {
+                round_up(exact * (1.0 + 2f64.powi(-16)) + rounding)
+            };
+            let kept = |(e, drawable): (f32, bool)| if drawable { e } else { 0.0 };
+            SquareRecord::new(box_codes, fan, kept(sides[EAST]), kept(sides[SOUTH]))
+        })
+        .collect();
+    // The heights each square owns, at positions fixed by its place (so every vertex has
+    // one height, whichever square draws it).
+    let owned = |s: &Slot| -> [(u32, u32); 3] {
+        if s.level == u32::MAX {
+            return [(0, 0); 3];
+        }
+        let size = shapes[s.level as usize].size;
+        let (x0, z0) = (s.ix * size, s.iz * size);
+        let mut p = [(0, 0); 3];
+        p[EAST] = edge(x0, z0, size, EAST)[0];
+        p[SOUTH] = edge(x0, z0, size, SOUTH)[0];
+        p[CENTRE] = (x0 + size / 2, z0 + size / 2);
+        p
+    };
+    let vertex_heights = if codes.exact() {
+        VertexHeights::Codes(
+            slots
+                .par_iter()
+                .map(|s| owned(s).map(|p| codes.code(source.raw(p.0, p.1))))
+                .collect(),
+        )
+    } else {
+        VertexHeights::Floats(
+            slots
+                .par_iter()
+                .map(|s| owned(s).map(|p| source.drawn(source.raw(p.0, p.1))))
+                .collect(),
+        )
+    };
+    let mut tree = SquareTree {
+        records,
+        vertex_heights,
+        parents,
+        rank,
+        levels: shapes.clone(),
+        heights: codes,
+        boxes,
+        north: vec![Vec::new(); shapes.len()],
+        west: vec![Vec::new(); shapes.len()],
+        root_corners: [0.0; 4],
+        cell_size: source.cell_size(),
+        extent,
+        squares: slots.iter().filter(|s| s.level != u32::MAX).count(),
+        leaf_error: 0.0,
+    };
+    let side = shapes[0].size;
+    tree.root_corners =
+        [(0, 0), (side, 0), (0, side), (side, side)].map(|(c, r)| source.drawn(source.raw(c, r)));
+    for s in slots.iter().filter(|s| s.level != u32::MAX) {
+        let (level, size) = (s.level as usize, shapes[s.level as usize].size);
+        for (border, on, key, table) in [
+            (NORTH, s.iz == 0, s.ix, &mut tree.north),
+            (WEST, s.ix == 0, s.iz, &mut tree.west),
+        ] {
+            if on {
+                let (error, _) = drawn_vertex_error(level, s.ix, s.iz, border);
+                let m = edge(s.ix * size, s.iz * size, size, border)[0];
+                table[level].push((
+                    key,
+                    BorderVertex {
+                        height: source.drawn(source.raw(m.0, m.1)),
+                        error: error_code(error),
+                    },
+                ));
+            }
+        }
+    }
+    for table in tree.north.iter_mut().chain(tree.west.iter_mut()) {
+        table.sort_by_key(|&(k, _)| k);
+    }
+
+    // Subtree errors, children before parents (they come later in the pool): each square's
+    // own side errors, its children's box tests and its parent's fan (a quadrant the parent
+    // draws). The side errors are the ones `evaluate` computes, from the stored values.
+    for id in (0..slots.len()).rev() {
+        let s = slots[id];
+        if s.level == u32::MAX {
+            continue;
+        }
+        let sq = Sq {
+            id: id as u32,
+            level: s.level,
+            ix: s.ix,
+            iz: s.iz,
+        };
+        let record = tree.records[id];
+        let mut worst = [EAST, SOUTH, NORTH, WEST]
+            .map(|side| side_error(record.fan_error(), tree.stored_vertex_error(sq, side, None)))
+            .into_iter()
+            .fold(0.0f32, f32::max);
+        if tree.has_children(sq.id) {
+            let first = tree.first_child(sq.id);
+            for k in 0..4 {
+                let child = tree.records[(first + k) as usize];
+                if !child.is_outside() {
+                    worst = worst.max(child.subtree_error());
+                }
+            }
+        }
+        if s.level > 0 {
+            worst = worst.max(tree.records[tree.parent(sq.id) as usize].fan_error());
+        }
+        tree.records[id] = record.with_subtree_error(worst);
+        if !tree.has_children(sq.id) {
+            tree.leaf_error = tree.leaf_error.max(record.fan_error());
+        }
+    }
+    tree
+}
+
+impl SquareTree {
+    /// Interpolation error of the edge vertex on `side` of `sq` as drawn (0 if it cannot be
+    /// drawn); `neighbour` is the square on that side when the caller knows it.
+    #[inline(always)]
+    pub fn stored_vertex_error(&self, sq: Sq, side: usize, neighbour: Option<u32>) -> f32 {
+        match side {
+            EAST => self.records[sq.id as usize].east_error(),
+            SOUTH => self.records[sq.id as usize].south_error(),
+            NORTH if sq.iz == 0 => self.border_vertex(sq, NORTH).error(),
+            WEST if sq.ix == 0 => self.border_vertex(sq, WEST).error(),
+            _ => {
+                let n = neighbour.unwrap_or_else(|| self.neighbour(sq.id, side));
+                if n >= ABSENT {
+                    0.0
+                } else if side == NORTH {
+                    self.records[n as usize].south_error()
+                } else {
+                    self.records[n as usize].east_error()
+                }
+            }
+        }
+    }
+}
+
+/// Rule 2 (balance), finest level first: a square with children makes its neighbours
+/// stored (their parents get children), and its own parent has children.
+fn balance(marks: &mut Marks, shapes: &[LevelShape], finest: usize) {
+    for level in (1..finest).rev() {
+        let shape = shapes[level];
+        for i in 0..marks.lists[level].len() {
+            let (ix, iz) = marks.lists[level][i];
+            marks.set(level - 1, ix / 2, iz / 2);
+            for side in [EAST, SOUTH, NORTH, WEST] {
+                if let Some((x, z)) = beside(shape, ix, iz, side) {
+                    marks.set(level - 1, x / 2, z / 2);
+                }
+            }
+        }
+    }
+}
+
+/// The tree of a heightfield.
+pub(super) fn build_from_field(
+    field: &Heightfield,
+    pyramid: &Pyramid,
+    tolerance: f32,
+) -> SquareTree {
+    build(&FieldSource::new(field, pyramid), tolerance)
+}

@@ -84,6 +84,7 @@ pub fn build_algorithm<'a>(
     options: &LodOptions,
     detail: Option<&Detail<'_>>,
 ) -> anyhow::Result<Box<dyn LodAlgorithm + 'a>> {
+    check_index_range(field.width(), field.height())?;
     match detail {
         Some(detail) if entry.name == "adaptive" => Ok(Box::new(AdaptiveLod::with_detail(
             field,
@@ -96,9 +97,30 @@ pub fn build_algorithm<'a>(
     }
 }
 
+/// Refuses a terrain whose grid (plus the repeated border column and row the algorithms
+/// may draw) has more vertices than the 32-bit indices of the meshes and the GPU reach.
+fn check_index_range(width: u32, height: u32) -> anyhow::Result<()> {
+    let positions = (u64::from(width) + 1) * (u64::from(height) + 1);
+    if positions > u64::from(u32::MAX) {
+        anyhow::bail!(
+            "a {width} x {height} terrain has more vertices than 32-bit indices reach; \
+             import it (terralod import) and draw it with --algo streamed"
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_xz;
+    use super::{check_index_range, parse_xz};
+
+    #[test]
+    fn grids_beyond_32_bit_indices_are_refused() {
+        assert!(check_index_range(65534, 65534).is_ok());
+        let refused = check_index_range(65536, 65536).expect_err("2^32 + vertices");
+        assert!(refused.to_string().contains("65536 x 65536"), "{refused}");
+        assert!(check_index_range(u32::MAX, 1).is_err());
+    }
 
     #[test]
     fn positions_parse_and_refuse_garbage() {

@@ -222,3 +222,54 @@ fn a_descent_morphs_vertices() {
     }
     assert!(morphed > 0, "no vertex was ever morphed");
 }
+
+/// Geomorphing against popping: along a slow low flight over rough terrain (a tenth of a
+/// cell per frame, so the view barely moves between frames) the drawn surface never jumps
+/// by more than a quarter of a pixel from one frame to the next, while the topology
+/// changes under it; without morphing, the same flight pops by more than that. (A
+/// vertex that appeared off the coarse surface, as when the morph only kept the budget,
+/// jumped by up to the topology's share of τ: 0.5 px.)
+#[test]
+fn a_slow_flight_pops_under_a_quarter_pixel() {
+    let field = terralod_testkit::fixtures::smooth_random(129, 129, 11, 40.0).expect("valid");
+    let pyramid = Pyramid::build(&field);
+    let flight: Vec<Camera> = (0..48)
+        .map(|frame| {
+            let eye = Vec3::new(4.0 + 0.1 * frame as f32, 60.0, 20.0 + 0.05 * frame as f32);
+            Camera::new(
+                eye,
+                eye + Vec3::new(60.0, -45.0, 40.0),
+                1.0,
+                (800, 600),
+                0.5,
+                1e4,
+            )
+            .expect("valid camera")
+        })
+        .collect();
+    let mut worst = [0.0f64; 2];
+    let mut changes = 0;
+    for (morph, worst) in [true, false].into_iter().zip(&mut worst) {
+        let options = AdaptiveOptions::default().with_morph(morph);
+        let mut lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let mut before: Option<(terralod_core::GridMesh, usize)> = None;
+        for camera in &flight {
+            let selection = lod.select(&View::screen(*camera, 1.0).expect("valid view"));
+            let mesh = selection.to_mesh(&field);
+            let triangles = selection.triangle_count();
+            if let Some((previous, previous_triangles)) = &before {
+                let popping = terralod_testkit::measure_popping(&field, previous, &mesh, camera)
+                    .expect("valid camera");
+                *worst = worst.max(popping.max);
+                changes += usize::from(*previous_triangles != triangles);
+            }
+            before = Some((mesh, triangles));
+        }
+    }
+    assert!(
+        changes > 10,
+        "the topology changed in only {changes} frames"
+    );
+    assert!(worst[0] <= 0.25, "morphing: {:.3} px", worst[0]);
+    assert!(worst[1] > 0.25, "without morphing: {:.3} px", worst[1]);
+}

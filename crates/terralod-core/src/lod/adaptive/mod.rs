@@ -700,6 +700,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
             } else {
                 0.0
             },
+            topology: view_tolerance(view) * MORPH_SHARE,
             plain: match view.camera() {
                 Some(camera) if !self.options.view_angle_aware => Some((
                     camera.eye,

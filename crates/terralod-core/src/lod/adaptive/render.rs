@@ -6,23 +6,35 @@
 //!
 //! A vertex that a square adds (its centre, an edge vertex) lies on an edge of the coarser
 //! surface drawn without it: its *base* height is the mean of that edge's two ends *as
-//! drawn*. It is drawn at `base + t (h − base)`, `h` its sample's height, with `t` driven
-//! by the projected size of the residual `r = h − base` over the boxes of the squares whose
-//! triangles use it: `t = 0` while `B(|r|) ≤ β` (drawn on the coarse surface), then
-//! `t = 1 − β / B(|r|)`, so the drawn vertex is never more than `β` pixels (on the shared
-//! bound `B`) from its sample. The topology is selected for `μ τ` and `β = (1 − μ) τ`. At a
-//! sample, the screen distance from the true point to the drawn one is at most the
-//! distance to the unmorphed surface (within `μ τ`: the topology's tests, on boxes that
-//! hold both points) plus the distance from there to the morphed surface: a vertical
-//! segment no longer than the largest vertex offset of its triangle, which may leave the
-//! square's box by that much, so `B` is taken over the boxes grown by `|r|` vertically
-//! (a box of every square whose triangles use the vertex: the one that adds it holds its
-//! descendants). So the bound holds with morphing applied. `t` depends on the view only (no time), so the topology
-//! and the drawn heights are a function of the view; a vertex appears and leaves with
-//! `t = 0` unless its ends are themselves moving, which is where popping is left.
+//! drawn*. It is drawn at `base + t (h − base)`, `h` its sample's height, `r = h − base` its
+//! residual, with `t = max(ramp, least)`:
+//!
+//! - `least` keeps the bound: `0` while `B(|r|) ≤ β`, else `1 − β / B(|r|)`, so the drawn
+//!   vertex is never more than `β` pixels (on the shared bound `B`) from its sample. The
+//!   topology is selected for `μ τ` and `β = (1 − μ) τ`. At a sample, the screen distance
+//!   from the true point to the drawn one is at most the distance to the unmorphed surface
+//!   (within `μ τ`: the topology's tests, on boxes that hold both points) plus the distance
+//!   from there to the morphed surface: a vertical segment no longer than the largest
+//!   vertex offset of its triangle, which may leave the square's box by that much, so `B`
+//!   is taken over the boxes grown by `|r|` vertically (a box of every square whose
+//!   triangles use the vertex: the one that adds it holds its descendants). So the bound
+//!   holds with morphing applied, whatever `ramp` is.
+//! - `ramp` is against popping: Update()'s own tests of the vertex (a centre: its square's
+//!   subtree error over its box, as the parent tests it; an edge vertex: both squares'
+//!   side tests), projected as `P`, give `ramp = (P / μτ − 1) / (RAMP_END − 1)`: 0 where
+//!   the tests enable the vertex, 1 at `RAMP_END` times that. Without it a vertex appeared
+//!   (and left) with `t = least > 0`: its residual holds the offsets of its edge's ends,
+//!   which `least` keeps at `β` each, so it came in near `B(|r|) ≈ μτ + β` and jumped by
+//!   about `μτ` (0.5 px at τ = 1). With it, the vertex is already at its sample when its
+//!   children come, and appears on the coarse surface unless `least` says otherwise.
+//!
+//! `t` depends on the view only (no time), so the topology and the drawn heights are a
+//! function of the view; what is left of popping moves with the camera's step (the ramp's
+//! slope), and, at steps where the view changes much between frames, what the previous
+//! frame's surface lacked for this one.
 
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
-use super::tree::{ABSENT, Sq};
+use super::tree::{ABSENT, Sq, side_error};
 use super::update::ENABLED;
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
@@ -36,61 +48,113 @@ pub(super) struct Morpher<'v> {
     /// Pixels (world units for a world-error view) a drawn vertex may sit from its sample;
     /// 0 switches morphing off.
     pub budget: f32,
+    /// The tolerance Update() selects the topology for: where a vertex's own tests reach
+    /// it, the vertex is enabled, and its ramp starts.
+    pub topology: f32,
     /// Eye, unit forward, pixels per radian and near distance of a screen view with the
-    /// plain bound: the bound is then evaluated here, squared first (no root, no division
-    /// for the vertices that stay on the coarse surface, most of them).
+    /// plain bound: the bound is then evaluated here, without the view's dispatch.
     pub plain: Option<(glam::Vec3, glam::Vec3, f32, f32)>,
 }
 
+/// One of the tests Update() enables a vertex by: a square's box and the error it tests
+/// the vertex with there.
+pub(super) type VertexTest = (Aabb, f32);
+
+/// How far past the topology's tolerance a vertex's own test goes before the ramp puts it
+/// on its sample: it crosses the morph over a doubling of its projected error.
+const RAMP_END: f32 = 2.0;
+
 impl Morpher<'_> {
+    /// The projected bound of `error` over `aabb` grown vertically by `grow` (infinite
+    /// where the box reaches the near plane).
+    #[inline(always)]
+    fn bound(&self, error: f32, aabb: &Aabb, grow: f32) -> f32 {
+        let reach = glam::Vec3::new(0.0, grow, 0.0);
+        let grown = Aabb::new(aabb.min - reach, aabb.max + reach);
+        match (self.view.camera(), self.plain) {
+            (None, _) => error,
+            (Some(_), Some((eye, forward, pixels_per_radian, near))) => {
+                // `View::projected_error_bound`'s plain formula.
+                if error <= 0.0 {
+                    return 0.0;
+                }
+                let centre = grown.center() - eye;
+                let extent = grown.half_extent();
+                let depth = forward.dot(centre) - forward.abs().dot(extent);
+                if depth.is_nan() || depth <= near {
+                    return f32::INFINITY;
+                }
+                error * pixels_per_radian * (centre.abs() + extent).length() / (depth * depth)
+            }
+            (Some(_), None) => {
+                self.view
+                    .projected_error_bound(error, &grown, self.view_angle_aware)
+            }
+        }
+    }
+
+    /// Whether `bound(error, aabb, 0)` is at least `limit`; squared for the plain bound
+    /// (no root, no division: most drawn vertices are well past their ramp).
+    #[inline(always)]
+    fn reaches(&self, error: f32, aabb: &Aabb, limit: f32) -> bool {
+        match (self.view.camera(), self.plain) {
+            (Some(_), Some((eye, forward, pixels_per_radian, near))) => {
+                let centre = aabb.center() - eye;
+                let extent = aabb.half_extent();
+                let depth = forward.dot(centre) - forward.abs().dot(extent);
+                if depth.is_nan() || depth <= near {
+                    return error > 0.0;
+                }
+                let ek = error * pixels_per_radian;
+                let depth2 = depth * depth;
+                ek * ek * (centre.abs() + extent).length_squared()
+                    >= limit * limit * depth2 * depth2
+            }
+            _ => self.bound(error, aabb, 0.0) >= limit,
+        }
+    }
+
     /// The drawn height of a vertex with sample height `h` on a coarse edge at height
-    /// `base`, its triangles inside `boxes`.
-    fn height(&self, h: f32, base: f32, boxes: [Option<Aabb>; 2]) -> f32 {
+    /// `base`, its triangles inside the boxes of `tests`.
+    fn height(&self, h: f32, base: f32, tests: [Option<VertexTest>; 2]) -> f32 {
         let r = h - base;
         if self.budget <= 0.0 || r == 0.0 {
             return h;
         }
-        // The drawn point may leave a box by up to |r|.
-        let reach = glam::Vec3::new(0.0, r.abs(), 0.0);
-        let size = match (self.view.camera(), self.plain) {
-            (None, _) => r.abs(),
-            (Some(_), Some((eye, forward, pixels_per_radian, near))) => {
-                // `View::projected_error_bound`'s plain formula.
-                let ek = r.abs() * pixels_per_radian;
-                let mut size = 0.0f32;
-                for b in boxes.iter().flatten() {
-                    let inflated = Aabb::new(b.min - reach, b.max + reach);
-                    let centre = inflated.center() - eye;
-                    let extent = inflated.half_extent();
-                    let depth = forward.dot(centre) - forward.abs().dot(extent);
-                    if depth.is_nan() || depth <= near {
-                        return h;
-                    }
-                    let far2 = (centre.abs() + extent).length_squared();
-                    let depth2 = depth * depth;
-                    if ek * ek * far2 > self.budget * self.budget * depth2 * depth2 {
-                        size = size.max(ek * far2.sqrt() / depth2);
-                    }
-                }
-                size
-            }
-            (Some(_), None) => boxes
-                .iter()
-                .flatten()
-                .map(|b| {
-                    let inflated = Aabb::new(b.min - reach, b.max + reach);
-                    self.view
-                        .projected_error_bound(r.abs(), &inflated, self.view_angle_aware)
-                })
-                .fold(0.0f32, f32::max),
-        };
-        if size <= self.budget {
-            base
-        } else if !size.is_finite() {
-            h
-        } else {
-            base + (1.0 - self.budget / size) * r
+        // The ramp: 0 where Update() enables the vertex (so it appears, and leaves, on
+        // the coarse surface), 1 once its tests reach `RAMP_END` times that.
+        let full = RAMP_END * self.topology;
+        if tests
+            .iter()
+            .flatten()
+            .any(|(aabb, error)| self.reaches(*error, aabb, full))
+        {
+            return h;
         }
+        let tested = tests
+            .iter()
+            .flatten()
+            .map(|(aabb, error)| self.bound(*error, aabb, 0.0))
+            .fold(0.0f32, f32::max);
+        let ramp = (tested / self.topology - 1.0) / (RAMP_END - 1.0);
+        if ramp >= 1.0 || ramp.is_nan() {
+            return h;
+        }
+        // The budget: never farther than `budget` from the sample, on the boxes grown by
+        // the offset (the drawn point may leave a box by up to |r|).
+        let size = tests
+            .iter()
+            .flatten()
+            .map(|(aabb, _)| self.bound(r.abs(), aabb, r.abs()))
+            .fold(0.0f32, f32::max);
+        let least = if size <= self.budget {
+            0.0
+        } else if !size.is_finite() {
+            return h;
+        } else {
+            1.0 - self.budget / size
+        };
+        base + ramp.max(least).max(0.0) * r
     }
 }
 
@@ -111,11 +175,12 @@ impl AdaptiveLod<'_> {
         corners: [f32; 4],
     ) {
         let aabb = self.tree.aabb(sq);
-        if let Some(frustum) = frustum
-            && frustum.classify(&aabb) == Containment::Outside
-        {
-            return;
-        }
+        // A square wholly inside the frustum has its subtree inside.
+        let frustum = match frustum.map(|f| (f, f.classify(&aabb))) {
+            Some((_, Containment::Outside)) => return,
+            Some((f, Containment::Intersecting)) => Some(f),
+            _ => None,
+        };
         let size = self.tree.levels[sq.level as usize].size;
         let half = size / 2;
         let stride = self.vertices.stride;
@@ -136,7 +201,8 @@ impl AdaptiveLod<'_> {
             let k = sq.quadrant();
             let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
             let base = 0.5 * (corners[a] + corners[b]);
-            morpher.height(centre_sample, base, [Some(aabb), None])
+            let tested = self.tree.records[sq.id as usize].subtree_error();
+            morpher.height(centre_sample, base, [Some((aabb, tested)), None])
         };
         self.push_morph(at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
@@ -161,9 +227,19 @@ impl AdaptiveLod<'_> {
             let height = if sample == base || morpher.budget <= 0.0 {
                 sample
             } else {
-                let neighbour =
-                    (around[side] < ABSENT).then(|| self.tree.aabb(sq.beside(around[side], side)));
-                morpher.height(sample, base, [Some(aabb), neighbour])
+                // Update()'s side tests of the vertex, from both its squares.
+                let vertex = self.tree.stored_vertex_error(sq, side, Some(around[side]));
+                let fan = self.tree.records[sq.id as usize].fan_error();
+                let neighbour = (around[side] < ABSENT).then(|| {
+                    let n = sq.beside(around[side], side);
+                    let fan = self.tree.records[n.id as usize].fan_error();
+                    (self.tree.aabb(n), side_error(fan, vertex))
+                });
+                morpher.height(
+                    sample,
+                    base,
+                    [Some((aabb, side_error(fan, vertex))), neighbour],
+                )
             };
             self.push_morph(vertex, sample, height);
             mids[side] = Some(height);

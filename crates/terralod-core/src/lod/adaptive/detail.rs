@@ -32,7 +32,7 @@
 //! replaced sample and of the fan's vertices (an upper bound). Then made monotone.
 
 use super::records::HeightCodes;
-use super::tree::{FieldSource, LevelShape, Source};
+use super::tree::{Budget, FieldSource, LevelShape, Source};
 use crate::heightfield::{Heightfield, Samples};
 use crate::pyramid::Pyramid;
 use rayon::prelude::*;
@@ -64,6 +64,11 @@ pub enum DetailError {
     TooFine { factor: u32, vertices: u64 },
     #[error("the detail was placed on another terrain")]
     Terrain,
+    #[error(
+        "the tree with this detail does not fit in memory (a table of {bytes} bytes could not \
+         be allocated): use a smaller detail or a coarser --detail-cell-size"
+    )]
+    TooLarge { bytes: u64 },
 }
 
 /// Finest subdivision of a detail: 256 positions per terrain cell (a square of the
@@ -301,8 +306,21 @@ pub(super) struct DetailSource<'a> {
 }
 
 impl<'a> DetailSource<'a> {
-    pub fn new(field: &'a Heightfield, pyramid: &'a Pyramid, detail: Detail<'a>) -> Self {
-        Self::with_thresholds(field, pyramid, detail, (EXACT_POINTS, EXACT_SAMPLES))
+    /// The source, its tables of bounds near the footprint within `budget` (reserved before
+    /// any is computed: a detail too large is refused at once).
+    pub fn new(
+        field: &'a Heightfield,
+        pyramid: &'a Pyramid,
+        detail: Detail<'a>,
+        budget: Budget,
+    ) -> Result<Self, DetailError> {
+        Self::with_thresholds(
+            field,
+            pyramid,
+            detail,
+            (EXACT_POINTS, EXACT_SAMPLES),
+            budget,
+        )
     }
 
     /// [`DetailSource::new`] with the limits of the exact bounds `exact` (fine positions,
@@ -312,7 +330,8 @@ impl<'a> DetailSource<'a> {
         pyramid: &'a Pyramid,
         detail: Detail<'a>,
         exact: (u64, u64),
-    ) -> Self {
+        budget: Budget,
+    ) -> Result<Self, DetailError> {
         let k = detail.shift;
         let base_levels = pyramid.levels();
         let mut shapes: Vec<LevelShape> = (0..base_levels)
@@ -369,8 +388,8 @@ impl<'a> DetailSource<'a> {
             },
             exact,
         };
-        source.near = source.near_levels();
-        source
+        source.near = source.near_levels(budget)?;
+        Ok(source)
     }
 
     /// The terrain's raw sample at terrain position `(col, row)` (clamped to the data),
@@ -520,31 +539,36 @@ impl<'a> DetailSource<'a> {
     }
 
     /// Bounds of every square that touches `R`, monotone towards the root.
-    fn near_levels(&self) -> Vec<NearLevel> {
+    fn near_levels(&self, budget: Budget) -> Result<Vec<NearLevel>, DetailError> {
         let [rx0, rz0, rx1, rz1] = self.region;
-        let mut near: Vec<NearLevel> = self
+        // Every level's table reserved first, then filled.
+        let mut near = self
             .shapes
             .iter()
-            .enumerate()
-            .map(|(level, shape)| {
+            .map(|shape| {
                 let first = |r: u32| if r == 0 { 0 } else { (r - 1) / shape.size };
                 let (ix0, iz0) = (first(rx0), first(rz0));
                 let ix1 = (rx1 / shape.size).min(shape.nx - 1);
                 let iz1 = (rz1 / shape.size).min(shape.nz - 1);
                 let (nx, nz) = (ix1.saturating_sub(ix0) + 1, iz1.saturating_sub(iz0) + 1);
-                let bounds = (0..nx * nz)
-                    .into_par_iter()
-                    .map(|i| self.own_bounds(level, ix0 + i % nx, iz0 + i / nx))
-                    .collect();
-                NearLevel {
+                let count = usize::try_from(u64::from(nx) * u64::from(nz)).unwrap_or(usize::MAX);
+                Ok(NearLevel {
                     ix0,
                     iz0,
                     nx,
                     nz,
-                    bounds,
-                }
+                    bounds: budget.vec(count)?,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<NearLevel>, DetailError>>()?;
+        for (level, table) in near.iter_mut().enumerate() {
+            let (ix0, iz0, nx, nz) = (table.ix0, table.iz0, table.nx, table.nz);
+            table.bounds.par_extend(
+                (0..nx * nz)
+                    .into_par_iter()
+                    .map(|i| self.own_bounds(level, ix0 + i % nx, iz0 + i / nx)),
+            );
+        }
         // Monotone: a square's error bounds its descendants' too.
         for level in (0..near.len() - 1).rev() {
             let (coarse, fine) = near.split_at_mut(level + 1);
@@ -568,7 +592,7 @@ impl<'a> DetailSource<'a> {
                 }
             }
         }
-        near
+        Ok(near)
     }
 
     /// Bounds of a square that does not touch `R`: the pyramid's on the terrain's levels; on
@@ -756,11 +780,15 @@ mod tests {
         // Fine origin (38, 45): off the terrain's samples, crossing several terrain squares.
         let detail = Detail::new(&terrain, &detail_field, (9.5, 11.25), cell).expect("placed");
         assert_eq!((detail.shift(), detail.origin()), (k, (38, 45)));
-        let exhaustive = DetailSource::with_thresholds(&terrain, &pyramid, detail, (u64::MAX, 0));
+        let source = |exact: (u64, u64)| {
+            DetailSource::with_thresholds(&terrain, &pyramid, detail, exact, Budget::UNLIMITED)
+                .expect("a small detail")
+        };
+        let exhaustive = source((u64::MAX, 0));
         let brute = brute_bounds(&exhaustive);
-        let samples = DetailSource::with_thresholds(&terrain, &pyramid, detail, (0, u64::MAX));
-        let fallback = DetailSource::with_thresholds(&terrain, &pyramid, detail, (0, 0));
-        let default = DetailSource::new(&terrain, &pyramid, detail);
+        let samples = source((0, u64::MAX));
+        let fallback = source((0, 0));
+        let default = source((EXACT_POINTS, EXACT_SAMPLES));
         let shapes = exhaustive.shapes();
         let (mut large, mut looser) = (0, 0);
         for (level, s) in shapes.iter().enumerate() {

@@ -411,3 +411,51 @@ fn straddling_squares_of_a_finely_subdivided_terrain_do_not_overflow() {
     }
     check_invariants(&lod);
 }
+
+/// A detail whose tree does not fit is refused with a typed error, checked before the
+/// tables are filled (here with a 1 MiB limit per allocation: the detail's bounds near the
+/// footprint at `k = 8` take 4.7 MB at the finest level alone), not an abort; the same
+/// detail builds without the limit (above).
+#[test]
+fn a_detail_too_large_for_memory_is_refused() {
+    let terrain = stepped_field(257, 3, 4);
+    let detail = stepped_field(5, 5, 6);
+    let k = detail::MAX_SHIFT;
+    let placed = Detail::new(&terrain, &detail, (128.0, 1.0), 1.0 / (1u32 << k) as f32)
+        .expect("on the strip");
+    let pyramid = Pyramid::build(&terrain);
+    let options = AdaptiveOptions::default();
+    let limit = 1 << 20;
+    let started = std::time::Instant::now();
+    let refused = AdaptiveLod::with_detail_within(
+        &terrain,
+        &pyramid,
+        LodOptions::default(),
+        options,
+        &placed,
+        tree::Budget { limit },
+    )
+    .expect_err("over the limit");
+    let DetailError::TooLarge { bytes } = refused else {
+        panic!("{refused}");
+    };
+    assert!(bytes > limit, "{bytes}");
+    assert!(!refused.to_string().contains('\n'), "{refused}");
+    // Refused before the bounds were computed.
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    // A limit above every table: the same tree as without one.
+    let fits = AdaptiveLod::with_detail_within(
+        &terrain,
+        &pyramid,
+        LodOptions::default(),
+        options,
+        &placed,
+        tree::Budget { limit: 1 << 26 },
+    )
+    .expect("within 64 MiB per table");
+    let unlimited =
+        AdaptiveLod::with_detail(&terrain, &pyramid, LodOptions::default(), options, &placed)
+            .expect("placed on this terrain");
+    assert_eq!(fits.squares(), unlimited.squares());
+    assert_eq!(fits.state_bytes(), unlimited.state_bytes());
+}

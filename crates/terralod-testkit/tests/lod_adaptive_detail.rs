@@ -195,7 +195,7 @@ fn check_projected_with_tolerance(
         }
         checked += 1;
         let allowed = (f64::from(tolerance) + f64::from(extra)) * (1.0 + 1e-4);
-        if !(s.error <= allowed) && failure.is_none() {
+        if (s.error > allowed || s.error.is_nan()) && failure.is_none() {
             failure = Some(format!(
                 "T {build_tolerance}: projected error {} > τ {tolerance} + {extra} at {:?} \
                  (true height {}, drawn {})",

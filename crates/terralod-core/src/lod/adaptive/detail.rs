@@ -743,13 +743,13 @@ mod tests {
         for level in (0..shapes.len() - 1).rev() {
             let (coarse, fine) = out.split_at_mut(level + 1);
             let (s, next) = (shapes[level], shapes[level + 1]);
-            for i in 0..(s.nx * s.nz) as usize {
+            for (i, square) in coarse[level].iter_mut().enumerate() {
                 let (ix, iz) = (i as u32 % s.nx, i as u32 / s.nx);
                 for k in 0..4 {
                     let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
                     if next.present(cx, cz) {
                         let child = fine[0][(cz * next.nx + cx) as usize].2;
-                        coarse[level][i].2 = coarse[level][i].2.max(child);
+                        square.2 = square.2.max(child);
                     }
                 }
             }

@@ -363,6 +363,44 @@ pub fn measure_error(
     })
 }
 
+/// The per-sample measure behind [`measure_error`]'s projected error: visits every data
+/// sample inside or on the edge of a triangle of `mesh` whose true point is in view of
+/// `camera`, once per triangle covering it, with its position, true and drawn heights and
+/// its pixel error (`error`: infinite when the drawn point is clipped, see the module
+/// docs). For oracles whose allowance varies from sample to sample. Fails only on an
+/// invalid camera.
+pub fn for_each_projected_sample(
+    field: &Heightfield,
+    mesh: &GridMesh,
+    camera: &Camera,
+    mut visit: impl FnMut(SampleError),
+) -> Result<(), MeasureError> {
+    let view = View::new(camera)?;
+    let mapping = field.mapping();
+    let (cell, scale, offset) = (
+        f64::from(mapping.cell_size),
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    let samples = field.samples();
+    rasterize(field, mesh, |index, pos, drawn| {
+        let truth = f64::from(samples.get(index)) * scale + offset;
+        let (x, z) = (f64::from(pos.col) * cell, f64::from(pos.row) * cell);
+        let error = match project_error(&view, [x, truth, z], drawn) {
+            Projected::OutOfView => return,
+            Projected::Clipped => f64::INFINITY,
+            Projected::Pixels(e) => e,
+        };
+        visit(SampleError {
+            pos,
+            error,
+            true_height: truth,
+            drawn_height: drawn,
+        });
+    });
+    Ok(())
+}
+
 /// Visits every data sample inside or on the edge of each triangle of `mesh` (exact integer
 /// edge functions) with its index, grid position and the drawn height there, interpolated
 /// barycentrically in `f64`. A sample on a shared edge is visited once per triangle.

@@ -24,7 +24,7 @@ pub mod strategies;
 
 pub use error_measure::{
     ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, WorldError,
-    measure_error, measure_popping,
+    for_each_projected_sample, measure_error, measure_popping,
 };
 pub use grid_math::MAX_GRID_COORD;
 pub use mesh_check::{

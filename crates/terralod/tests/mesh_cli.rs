@@ -280,17 +280,34 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     assert_eq!(output.status.code(), Some(1));
 }
 
-/// `--algo adaptive --build-tolerance M`: a sparser tree, and the export still keeps every
-/// sample within the larger of the two bounds; fewer triangles than the lossless tree for
-/// the same bound.
+/// `--algo adaptive --build-tolerance T`: the tree the CLI builds is the library's for that
+/// `T` (its state, one word and a deadline per pool slot, is what the summary's
+/// `state_bytes` reports), strictly smaller than the lossless one on this terrain (checked
+/// through the library, so the comparison cannot pass by accident: were the flag ignored,
+/// both runs would report the lossless size); the export keeps every sample within the
+/// documented `max(M, T)` (`M = --max-error`, which may not be below `T`) with the terrain
+/// covered; and `M < T` and a negative `T` are refused.
 #[test]
 fn a_build_tolerance_keeps_the_bound() {
+    use terralod_core::Pyramid;
+    use terralod_core::lod::{AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions};
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (file, field) = terrain(dir.path());
+    let pyramid = Pyramid::build(&field);
+    let library_state = |tolerance: f32| {
+        let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
+        AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options).state_bytes()
+    };
+    let lossless = library_state(0.0);
+    assert!(
+        library_state(3.0) < lossless,
+        "the terrain must have squares a tolerance of 3 drops"
+    );
     let obj = dir.path().join("mesh.obj");
     let obj_arg = obj.display().to_string();
     let mut triangles = Vec::new();
-    for tolerance in ["0", "3"] {
+    for (tolerance, max_error) in [(0.0f32, 3.0f32), (3.0, 3.0), (3.0, 5.0)] {
+        let (t, m) = (tolerance.to_string(), max_error.to_string());
         let json = mesh_json(&[
             &file,
             "--raw-size",
@@ -300,29 +317,40 @@ fn a_build_tolerance_keeps_the_bound() {
             "--algo",
             "adaptive",
             "--max-error",
-            "3",
+            &m,
             "--build-tolerance",
-            tolerance,
+            &t,
             "--out",
             &obj_arg,
         ]);
+        assert_eq!(
+            json["state_bytes"].as_u64(),
+            Some(library_state(tolerance) as u64),
+            "T {t}: {json}"
+        );
         let mesh = read_obj(&obj);
         check_mesh(&mesh, None).assert_ok();
         let errors = measure_error(&field, &mesh, None).expect("no camera");
         assert_eq!(errors.uncovered, 0);
-        assert!(errors.world.max <= 3.0 + 1e-4, "T {tolerance}: {errors}");
+        // The drawn heights are `f32`: half an ulp of the largest height.
+        let (lo, hi) = field.world_range();
+        let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-24);
+        let bound = f64::from(max_error.max(tolerance)) + rounding;
+        assert!(errors.world.max <= bound, "T {t} M {m}: {errors}");
         triangles.push(json["triangles"].as_u64().expect("a count"));
     }
     assert!(triangles[1] <= triangles[0], "{triangles:?}");
-    let output = terralod(&[
-        "mesh",
-        &file,
-        "--raw-size",
-        "49x37",
-        "--build-tolerance",
-        "-1",
-    ]);
-    assert_eq!(output.status.code(), Some(2));
+    for refused in [
+        &["--max-error", "2", "--build-tolerance", "3"][..],
+        &["--max-error", "3", "--build-tolerance=-1"],
+    ] {
+        let mut args = vec!["mesh", &file, "--raw-size", "49x37", "--algo", "adaptive"];
+        args.extend_from_slice(refused);
+        let output = terralod(&args);
+        assert!(!output.status.success(), "{refused:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("build-tolerance"), "{refused:?}: {stderr}");
+    }
 }
 
 /// `--algo chunked` exports exactly the selection the library makes (what the GPU draws,

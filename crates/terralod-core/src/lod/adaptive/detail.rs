@@ -32,7 +32,7 @@
 //! replaced sample and of the fan's vertices (an upper bound). Then made monotone.
 
 use super::records::HeightCodes;
-use super::tree::{FieldSource, LevelShape, Source};
+use super::tree::{Budget, FieldSource, LevelShape, Source};
 use crate::heightfield::{Heightfield, Samples};
 use crate::pyramid::Pyramid;
 use rayon::prelude::*;
@@ -64,6 +64,11 @@ pub enum DetailError {
     TooFine { factor: u32, vertices: u64 },
     #[error("the detail was placed on another terrain")]
     Terrain,
+    #[error(
+        "the tree with this detail does not fit in memory (a table of {bytes} bytes could not \
+         be allocated): use a smaller detail or a coarser --detail-cell-size"
+    )]
+    TooLarge { bytes: u64 },
 }
 
 /// Finest subdivision of a detail: 256 positions per terrain cell (a square of the
@@ -296,10 +301,37 @@ pub(super) struct DetailSource<'a> {
     range: (f64, f64),
     integer: bool,
     slack: f64,
+    /// [`EXACT_POINTS`] and [`EXACT_SAMPLES`] (smaller in tests, to reach every path).
+    exact: (u64, u64),
 }
 
 impl<'a> DetailSource<'a> {
-    pub fn new(field: &'a Heightfield, pyramid: &'a Pyramid, detail: Detail<'a>) -> Self {
+    /// The source, its tables of bounds near the footprint within `budget` (reserved before
+    /// any is computed: a detail too large is refused at once).
+    pub fn new(
+        field: &'a Heightfield,
+        pyramid: &'a Pyramid,
+        detail: Detail<'a>,
+        budget: Budget,
+    ) -> Result<Self, DetailError> {
+        Self::with_thresholds(
+            field,
+            pyramid,
+            detail,
+            (EXACT_POINTS, EXACT_SAMPLES),
+            budget,
+        )
+    }
+
+    /// [`DetailSource::new`] with the limits of the exact bounds `exact` (fine positions,
+    /// terrain samples) in place of [`EXACT_POINTS`] and [`EXACT_SAMPLES`].
+    fn with_thresholds(
+        field: &'a Heightfield,
+        pyramid: &'a Pyramid,
+        detail: Detail<'a>,
+        exact: (u64, u64),
+        budget: Budget,
+    ) -> Result<Self, DetailError> {
         let k = detail.shift;
         let base_levels = pyramid.levels();
         let mut shapes: Vec<LevelShape> = (0..base_levels)
@@ -354,9 +386,10 @@ impl<'a> DetailSource<'a> {
             } else {
                 range.0.abs().max(range.1.abs()) * 2f64.powi(-45)
             },
+            exact,
         };
-        source.near = source.near_levels();
-        source
+        source.near = source.near_levels(budget)?;
+        Ok(source)
     }
 
     /// The terrain's raw sample at terrain position `(col, row)` (clamped to the data),
@@ -437,7 +470,7 @@ impl<'a> DetailSource<'a> {
         let points = (u64::from(size) + 1).pow(2);
         // A square of the detail's levels lies inside one finest terrain square, where
         // only visiting every position is exact.
-        if points <= EXACT_POINTS || level >= self.base_levels {
+        if points <= self.exact.0 || level >= self.base_levels {
             let mut b = RawBounds::EMPTY;
             for row in z0..=z0 + size {
                 for col in x0..=x0 + size {
@@ -460,7 +493,7 @@ impl<'a> DetailSource<'a> {
         let (bx0, bz0, bsize) = (x0 >> k, z0 >> k, size >> k);
         let pyramid = self.base.pyramid.node(level, ix, iz);
         let samples = (u64::from(bsize) + 1).pow(2);
-        let outside = if samples <= EXACT_SAMPLES {
+        let outside = if samples <= self.exact.1 {
             let mut b = RawBounds::EMPTY;
             for row in bz0..=bz0 + bsize {
                 for col in bx0..=bx0 + bsize {
@@ -506,31 +539,36 @@ impl<'a> DetailSource<'a> {
     }
 
     /// Bounds of every square that touches `R`, monotone towards the root.
-    fn near_levels(&self) -> Vec<NearLevel> {
+    fn near_levels(&self, budget: Budget) -> Result<Vec<NearLevel>, DetailError> {
         let [rx0, rz0, rx1, rz1] = self.region;
-        let mut near: Vec<NearLevel> = self
+        // Every level's table reserved first, then filled.
+        let mut near = self
             .shapes
             .iter()
-            .enumerate()
-            .map(|(level, shape)| {
+            .map(|shape| {
                 let first = |r: u32| if r == 0 { 0 } else { (r - 1) / shape.size };
                 let (ix0, iz0) = (first(rx0), first(rz0));
                 let ix1 = (rx1 / shape.size).min(shape.nx - 1);
                 let iz1 = (rz1 / shape.size).min(shape.nz - 1);
                 let (nx, nz) = (ix1.saturating_sub(ix0) + 1, iz1.saturating_sub(iz0) + 1);
-                let bounds = (0..nx * nz)
-                    .into_par_iter()
-                    .map(|i| self.own_bounds(level, ix0 + i % nx, iz0 + i / nx))
-                    .collect();
-                NearLevel {
+                let count = usize::try_from(u64::from(nx) * u64::from(nz)).unwrap_or(usize::MAX);
+                Ok(NearLevel {
                     ix0,
                     iz0,
                     nx,
                     nz,
-                    bounds,
-                }
+                    bounds: budget.vec(count)?,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<NearLevel>, DetailError>>()?;
+        for (level, table) in near.iter_mut().enumerate() {
+            let (ix0, iz0, nx, nz) = (table.ix0, table.iz0, table.nx, table.nz);
+            table.bounds.par_extend(
+                (0..nx * nz)
+                    .into_par_iter()
+                    .map(|i| self.own_bounds(level, ix0 + i % nx, iz0 + i / nx)),
+            );
+        }
         // Monotone: a square's error bounds its descendants' too.
         for level in (0..near.len() - 1).rev() {
             let (coarse, fine) = near.split_at_mut(level + 1);
@@ -554,7 +592,7 @@ impl<'a> DetailSource<'a> {
                 }
             }
         }
-        near
+        Ok(near)
     }
 
     /// Bounds of a square that does not touch `R`: the pyramid's on the terrain's levels; on
@@ -635,5 +673,157 @@ impl Source for DetailSource<'_> {
 
     fn cell_size(&self) -> f32 {
         self.detail.cell_size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::lcg_values;
+
+    /// Twice the signed area of `(a, b, c)`.
+    fn area2(a: (f64, f64), b: (f64, f64), c: (f64, f64)) -> f64 {
+        (b.0 - a.0) * (c.1 - a.1) - (b.1 - a.1) * (c.0 - a.0)
+    }
+
+    /// The fan of a square (corner `(x0, z0)`, `size` fine cells) at fine position `p`,
+    /// from scratch: barycentric in the one of its 8 triangles (centre, corner, edge
+    /// midpoint) that holds `p`.
+    fn brute_fan(source: &DetailSource<'_>, x0: u32, z0: u32, size: u32, p: (u32, u32)) -> f64 {
+        let half = f64::from(size / 2);
+        let centre = (f64::from(x0) + half, f64::from(z0) + half);
+        let at = |q: (f64, f64)| source.surface(q.0 as u32, q.1 as u32);
+        let p = (f64::from(p.0), f64::from(p.1));
+        for (dx, dz) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)] {
+            let corner = (centre.0 + dx * half, centre.1 + dz * half);
+            for mid in [(corner.0, centre.1), (centre.0, corner.1)] {
+                let total = area2(centre, corner, mid);
+                let w = [
+                    area2(p, corner, mid) / total,
+                    area2(centre, p, mid) / total,
+                    area2(centre, corner, p) / total,
+                ];
+                if w.iter().all(|&v| v >= -1e-12) {
+                    return w[0] * at(centre) + w[1] * at(corner) + w[2] * at(mid);
+                }
+            }
+        }
+        unreachable!("a fan triangle holds every point of its square")
+    }
+
+    /// Per level and square (row-major over the level's grid): world min, max and the
+    /// largest `|surface − fan|` over the square and its descendants, by visiting every
+    /// fine position of every square.
+    fn brute_bounds(source: &DetailSource<'_>) -> Vec<Vec<(f64, f64, f64)>> {
+        let shapes = source.shapes();
+        let mut out: Vec<Vec<(f64, f64, f64)>> = shapes
+            .iter()
+            .map(|s| {
+                (0..s.nx * s.nz)
+                    .map(|i| {
+                        let (ix, iz) = (i % s.nx, i / s.nx);
+                        let (x0, z0) = (ix * s.size, iz * s.size);
+                        let (mut lo, mut hi, mut error) =
+                            (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+                        for row in z0..=z0 + s.size {
+                            for col in x0..=x0 + s.size {
+                                let value = source.surface(col, row);
+                                let (w, _) = source.world(value, value);
+                                lo = lo.min(w);
+                                hi = hi.max(w);
+                                let fan = brute_fan(source, x0, z0, s.size, (col, row));
+                                error = error.max((value - fan).abs() * source.scale.abs());
+                            }
+                        }
+                        (lo, hi, error)
+                    })
+                    .collect()
+            })
+            .collect();
+        for level in (0..shapes.len() - 1).rev() {
+            let (coarse, fine) = out.split_at_mut(level + 1);
+            let (s, next) = (shapes[level], shapes[level + 1]);
+            for (i, square) in coarse[level].iter_mut().enumerate() {
+                let (ix, iz) = (i as u32 % s.nx, i as u32 / s.nx);
+                for k in 0..4 {
+                    let (cx, cz) = (2 * ix + (k & 1), 2 * iz + (k >> 1));
+                    if next.present(cx, cz) {
+                        let child = fine[0][(cz * next.nx + cx) as usize].2;
+                        square.2 = square.2.max(child);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Large squares' bounds (A5): with the limits of the exact paths lowered, every square
+    /// of the terrain's levels near the footprint takes the large-square path (every detail
+    /// sample and every terrain sample: still exact) or the pyramid fallback (an upper
+    /// bound); all of them hold against a brute-force visit of every fine position, on a
+    /// detail that replaces terrain samples with very different heights.
+    #[test]
+    fn large_square_bounds_hold_on_every_path() {
+        let (w, h) = (33, 25);
+        let noise = lcg_values((w * h) as usize, 11, 300);
+        let terrain_raw = (0..w * h)
+            .map(|i| 2000 + noise[i as usize] + 7 * (i % w) as u16)
+            .collect();
+        let terrain = Heightfield::new(w, h, Samples::U16(terrain_raw)).expect("valid terrain");
+        let bumps = lcg_values(11 * 9, 12, 900);
+        let detail_field =
+            Heightfield::new(11, 9, Samples::U16(bumps.iter().map(|v| 100 + v).collect()))
+                .expect("valid detail");
+        let pyramid = Pyramid::build(&terrain);
+        let k = 2;
+        let cell = 0.25;
+        // Fine origin (38, 45): off the terrain's samples, crossing several terrain squares.
+        let detail = Detail::new(&terrain, &detail_field, (9.5, 11.25), cell).expect("placed");
+        assert_eq!((detail.shift(), detail.origin()), (k, (38, 45)));
+        let source = |exact: (u64, u64)| {
+            DetailSource::with_thresholds(&terrain, &pyramid, detail, exact, Budget::UNLIMITED)
+                .expect("a small detail")
+        };
+        let exhaustive = source((u64::MAX, 0));
+        let brute = brute_bounds(&exhaustive);
+        let samples = source((0, u64::MAX));
+        let fallback = source((0, 0));
+        let default = source((EXACT_POINTS, EXACT_SAMPLES));
+        let shapes = exhaustive.shapes();
+        let (mut large, mut looser) = (0, 0);
+        for (level, s) in shapes.iter().enumerate() {
+            for iz in 0..s.nz {
+                for ix in 0..s.nx {
+                    let (lo, hi, error) = brute[level][(iz * s.nx + ix) as usize];
+                    let exact = exhaustive.bounds(level, ix, iz);
+                    for (name, source) in [
+                        ("exhaustive", &exhaustive),
+                        ("detail and terrain samples", &samples),
+                        ("pyramid fallback", &fallback),
+                        ("default", &default),
+                    ] {
+                        let b = source.bounds(level, ix, iz);
+                        let at = format!("{name}: level {level} ({ix}, {iz}): {b:?}");
+                        assert!(b.0 <= lo && b.1 >= hi, "{at}, range {lo}..{hi}");
+                        assert!(f64::from(b.2) >= error, "{at}, error {error}");
+                    }
+                    let near = exhaustive.near[level].get(ix, iz).is_some();
+                    if near && level < exhaustive.base_levels {
+                        large += 1;
+                        // Visiting the samples is exact too, the pyramid's bound is not less.
+                        assert_eq!(
+                            samples.bounds(level, ix, iz).2,
+                            exact.2,
+                            "{level} {ix} {iz}"
+                        );
+                        looser += usize::from(fallback.bounds(level, ix, iz).2 > exact.2);
+                    }
+                }
+            }
+        }
+        // Every level of the terrain's pyramid has squares near the footprint, and the
+        // fallback was taken (it is looser somewhere).
+        assert!(large >= exhaustive.base_levels, "{large} large squares");
+        assert!(looser > 0, "the pyramid fallback never differed");
     }
 }

@@ -479,6 +479,44 @@ impl<'a> AdaptiveLod<'a> {
         Self::from_tree(tree, options, adaptive, None)
     }
 
+    /// [`AdaptiveLod::with_detail`]: a tree too large for memory (or for `budget`, per
+    /// allocation) is refused with [`DetailError::TooLarge`] before it is built.
+    fn with_detail_within(
+        field: &'a Heightfield,
+        pyramid: &Pyramid,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        detail: &Detail<'_>,
+        budget: tree::Budget,
+    ) -> Result<AdaptiveLod<'a>, DetailError> {
+        if !detail.fits(field) {
+            return Err(DetailError::Terrain);
+        }
+        let source = detail::DetailSource::new(field, pyramid, *detail, budget)?;
+        let tree = tree::build(&source, adaptive.build_tolerance, budget)?;
+        // The per-frame state: a word and a deadline per pool slot.
+        let mut state = budget.vec::<u32>(tree.slots())?;
+        let mut deadline = budget.vec::<Deadline>(tree.slots())?;
+        state.resize(tree.slots(), 0);
+        deadline.resize(tree.slots(), EXPIRED);
+        let fine = FineGrid {
+            shift: detail.shift(),
+            footprint: detail.footprint(),
+            last: (
+                (field.width() - 1) << detail.shift(),
+                (field.height() - 1) << detail.shift(),
+            ),
+        };
+        Ok(Self::from_parts(
+            tree,
+            state,
+            deadline,
+            options,
+            adaptive,
+            Some(fine),
+        ))
+    }
+
     /// Builds the algorithm with a finer heightfield inserted (A5's local detail, see
     /// [`Detail`]): the tree grows `detail.shift()` more levels under the detail's
     /// footprint only, the selection's grid is the terrain's subdivided `2^shift` times
@@ -492,20 +530,8 @@ impl<'a> AdaptiveLod<'a> {
         adaptive: AdaptiveOptions,
         detail: &Detail<'_>,
     ) -> Result<AdaptiveLod<'a>, DetailError> {
-        if !detail.fits(field) {
-            return Err(DetailError::Terrain);
-        }
-        let source = detail::DetailSource::new(field, pyramid, *detail);
-        let tree = tree::build(&source, adaptive.build_tolerance);
-        let fine = FineGrid {
-            shift: detail.shift(),
-            footprint: detail.footprint(),
-            last: (
-                (field.width() - 1) << detail.shift(),
-                (field.height() - 1) << detail.shift(),
-            ),
-        };
-        Ok(Self::from_tree(tree, options, adaptive, Some(fine)))
+        let budget = tree::Budget::UNLIMITED;
+        Self::with_detail_within(field, pyramid, options, adaptive, detail, budget)
     }
 
     /// The algorithm over a built tree.
@@ -515,8 +541,20 @@ impl<'a> AdaptiveLod<'a> {
         adaptive: AdaptiveOptions,
         fine: Option<FineGrid>,
     ) -> Self {
+        let (state, deadline) = (vec![0; tree.slots()], vec![EXPIRED; tree.slots()]);
+        Self::from_parts(tree, state, deadline, options, adaptive, fine)
+    }
+
+    /// The algorithm over a built tree and its zeroed state and expired deadlines.
+    fn from_parts(
+        tree: SquareTree,
+        mut state: Vec<u32>,
+        deadline: Vec<Deadline>,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        fine: Option<FineGrid>,
+    ) -> Self {
         let finest = tree.levels.len() - 1;
-        let mut state = vec![0; tree.slots()];
         state[0] = ENABLED | WANTED;
         let vertices = GridVertices {
             stride: tree.extent.0 + 1,
@@ -532,7 +570,7 @@ impl<'a> AdaptiveLod<'a> {
             lists: vec![Vec::new(); finest + 1],
             pending: Vec::new(),
             candidates: vec![Vec::new(); finest + 1],
-            deadline: vec![EXPIRED; tree.slots()],
+            deadline,
             motion: Motion {
                 last: None,
                 moved: 0.0,

@@ -183,12 +183,6 @@ impl AdaptiveLod<'_> {
         };
         let size = self.tree.levels[sq.level as usize].size;
         let half = size / 2;
-        let stride = self.vertices.stride;
-        let corner = self
-            .vertices
-            .index(GridPos::new(sq.ix * size, sq.iz * size));
-        let (right, down) = (size, size * stride);
-        let centre = corner + half * (stride + 1);
         // Drawn heights: the centre on the parent's diagonal through it, edge vertices on
         // their edges.
         // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
@@ -275,6 +269,12 @@ impl AdaptiveLod<'_> {
             // Every stored child is enabled and draws itself; the rest is padding.
             return;
         }
+        // Vertex indices, only now: a straddling square's corners may lie beyond the
+        // buffer, where `u32` index arithmetic can overflow (a finely subdivided grid).
+        let stride = self.vertices.stride;
+        let corner = self.vertices.index(at(0, 0));
+        let (right, down) = (size, size * stride);
+        let centre = corner + half * (stride + 1);
         // Per edge: start corner, midpoint, end corner, in fan order.
         let ends = [
             (corner, corner + half * stride, corner + down),

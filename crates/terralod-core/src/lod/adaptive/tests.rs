@@ -360,3 +360,102 @@ fn bad_details_are_refused() {
         Err(DetailError::Terrain)
     ));
 }
+
+/// A long, thin terrain with a detail at the finest subdivision: the root (65,536 fine
+/// cells a side over a 65,537-vertex stride) straddles the data, and its index arithmetic
+/// (`size * stride`, its centre's index) overflowed `u32` before Render() noticed that it
+/// draws nothing itself. Every selection now draws the extent, with every index in the
+/// vertex buffer.
+#[test]
+fn straddling_squares_of_a_finely_subdivided_terrain_do_not_overflow() {
+    let terrain = stepped_field(257, 3, 4);
+    let detail = stepped_field(5, 5, 6);
+    let k = detail::MAX_SHIFT;
+    let fine_cell = 1.0 / (1u32 << k) as f32;
+    // Near the middle of the strip, on the detail's lattice.
+    let placed = Detail::new(&terrain, &detail, (128.0, 1.0), fine_cell).expect("on the strip");
+    assert_eq!(placed.shift(), k);
+    let pyramid = Pyramid::build(&terrain);
+    let mut lod = AdaptiveLod::with_detail(
+        &terrain,
+        &pyramid,
+        LodOptions::default(),
+        AdaptiveOptions::default(),
+        &placed,
+    )
+    .expect("placed on this terrain");
+    let vertices = lod.grid_vertices();
+    assert_eq!(
+        (vertices.stride, vertices.rows),
+        ((256 << k) + 1, (2 << k) + 1)
+    );
+    let eye = Vec3::new(128.0, 3000.0, -20.0);
+    let views = [
+        View::world_error(1e-3).expect("valid"),
+        View::world_error(1e4).expect("valid"),
+        View::screen(camera(eye, Vec3::new(128.0, 1000.0, 1.0)), 1.0).expect("valid view"),
+    ];
+    for (i, view) in views.into_iter().enumerate() {
+        let Selection::Triangles {
+            vertices, indices, ..
+        } = lod.select(&view)
+        else {
+            unreachable!("algorithm A draws triangles");
+        };
+        assert!(!indices.is_empty(), "view {i}");
+        let len = vertices.len() as u64;
+        assert!(indices.iter().all(|&i| u64::from(i) < len));
+        // The drawn extent is the strip's (256 x 2 terrain cells), at most: no triangle
+        // reaches the padding rows beyond it.
+        assert!(indices.iter().all(|&i| vertices.position(i).row <= 2 << k));
+    }
+    check_invariants(&lod);
+}
+
+/// A detail whose tree does not fit is refused with a typed error, checked before the
+/// tables are filled (here with a 1 MiB limit per allocation: the detail's bounds near the
+/// footprint at `k = 8` take 4.7 MB at the finest level alone), not an abort; the same
+/// detail builds without the limit (above).
+#[test]
+fn a_detail_too_large_for_memory_is_refused() {
+    let terrain = stepped_field(257, 3, 4);
+    let detail = stepped_field(5, 5, 6);
+    let k = detail::MAX_SHIFT;
+    let placed = Detail::new(&terrain, &detail, (128.0, 1.0), 1.0 / (1u32 << k) as f32)
+        .expect("on the strip");
+    let pyramid = Pyramid::build(&terrain);
+    let options = AdaptiveOptions::default();
+    let limit = 1 << 20;
+    let started = std::time::Instant::now();
+    let refused = AdaptiveLod::with_detail_within(
+        &terrain,
+        &pyramid,
+        LodOptions::default(),
+        options,
+        &placed,
+        tree::Budget { limit },
+    )
+    .expect_err("over the limit");
+    let DetailError::TooLarge { bytes } = refused else {
+        panic!("{refused}");
+    };
+    assert!(bytes > limit, "{bytes}");
+    assert!(!refused.to_string().contains('\n'), "{refused}");
+    // Refused before the bounds were computed.
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    // A limit above every table: the same tree as without one.
+    let fits = AdaptiveLod::with_detail_within(
+        &terrain,
+        &pyramid,
+        LodOptions::default(),
+        options,
+        &placed,
+        tree::Budget { limit: 1 << 26 },
+    )
+    .expect("within 64 MiB per table");
+    let unlimited =
+        AdaptiveLod::with_detail(&terrain, &pyramid, LodOptions::default(), options, &placed)
+            .expect("placed on this terrain");
+    assert_eq!(fits.squares(), unlimited.squares());
+    assert_eq!(fits.state_bytes(), unlimited.state_bytes());
+}

@@ -41,6 +41,7 @@
 //! coarser stored surface), so every bound the tests use is a bound on the true error:
 //! the fan error is the pyramid's error plus the quantum plus the left-out vertices' errors.
 
+use super::detail::DetailError;
 use super::records::{
     CENTRE, EAST, HeightCodes, NORTH, SOUTH, SquareRecord, WEST, error_code, error_value, round_up,
 };
@@ -57,6 +58,40 @@ pub(super) const OUTSIDE: u32 = u32::MAX;
 /// A neighbour that is not stored (its parent is a leaf): the vertex between cannot be
 /// drawn.
 pub(super) const ABSENT: u32 = u32::MAX - 1;
+
+/// The tree's large allocations (sized from the input: with a local detail, from the
+/// detail's footprint on the subdivided grid) are reserved before they are filled, so a
+/// tree that does not fit in memory is refused with [`DetailError::TooLarge`] instead of
+/// aborting the process: at most `limit` bytes per allocation (tests lower it), and what
+/// the allocator grants.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Budget {
+    pub limit: u64,
+}
+
+impl Budget {
+    pub const UNLIMITED: Budget = Budget { limit: u64::MAX };
+
+    /// Makes room in `v` for `additional` more items.
+    pub fn reserve<T>(&self, v: &mut Vec<T>, additional: usize) -> Result<(), DetailError> {
+        let bytes = (v.len() as u64)
+            .checked_add(additional as u64)
+            .and_then(|n| n.checked_mul(size_of::<T>() as u64))
+            .unwrap_or(u64::MAX);
+        if bytes > self.limit {
+            return Err(DetailError::TooLarge { bytes });
+        }
+        v.try_reserve(additional)
+            .map_err(|_| DetailError::TooLarge { bytes })
+    }
+
+    /// An empty vector with room for `n` items.
+    pub fn vec<T>(&self, n: usize) -> Result<Vec<T>, DetailError> {
+        let mut v = Vec::new();
+        self.reserve(&mut v, n)?;
+        Ok(v)
+    }
+}
 
 /// A square with its position: pool index, level and index in the level's grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -656,8 +691,13 @@ const OUT_SLOT: Slot = Slot {
     iz: 0,
 };
 
-/// Builds the tree of `source` for build tolerance `tolerance` (world units).
-pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
+/// Builds the tree of `source` for build tolerance `tolerance` (world units), its pool,
+/// records and heights within `budget`.
+pub(super) fn build(
+    source: &impl Source,
+    tolerance: f32,
+    budget: Budget,
+) -> Result<SquareTree, DetailError> {
     let shapes = source.shapes();
     let finest = shapes.len() - 1;
     let extent = (
@@ -756,7 +796,8 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
     }
 
     // The pool, level by level: each square with children appends its block.
-    let mut slots = vec![
+    let mut slots = budget.vec(4)?;
+    slots.extend([
         Slot {
             level: 0,
             ix: 0,
@@ -765,12 +806,14 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
         OUT_SLOT,
         OUT_SLOT,
         OUT_SLOT,
-    ];
+    ]);
     let mut parents = vec![OUTSIDE];
     let mut next = 0;
     while next < slots.len() {
         let s = slots[next];
         if s.level != u32::MAX && marks.get(s.level as usize, s.ix, s.iz) {
+            budget.reserve(&mut slots, 4)?;
+            budget.reserve(&mut parents, 1)?;
             parents.push(next as u32);
             let child = shapes[s.level as usize + 1];
             for k in 0..4 {
@@ -788,7 +831,8 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
         }
         next += 1;
     }
-    let mut rank = vec![RankWord::default(); slots.len().div_ceil(64)];
+    let mut rank = budget.vec(slots.len().div_ceil(64))?;
+    rank.resize(slots.len().div_ceil(64), RankWord::default());
     let mut before = 0;
     for (w, word) in rank.iter_mut().enumerate() {
         word.before = before;
@@ -820,33 +864,30 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
         };
         (error, drawable)
     };
-    let records: Vec<SquareRecord> = slots
-        .par_iter()
-        .map(|s| {
-            if s.level == u32::MAX {
-                return SquareRecord::OUTSIDE;
-            }
-            let (level, ix, iz) = (s.level as usize, s.ix, s.iz);
-            let (lo, hi, error) = source.bounds(level, ix, iz);
-            let margin = 2.0 * rounding;
-            let box_codes = (boxes.below(lo - margin), boxes.above(hi + margin));
-            let sides =
-                [EAST, SOUTH, NORTH, WEST].map(|side| drawn_vertex_error(level, ix, iz, side));
-            let left_out = sides
-                .iter()
-                .filter(|(_, drawable)| !drawable)
-                .map(|&(e, _)| f64::from(e))
-                .fold(0.0, f64::max);
-            let exact = f64::from(error) + left_out;
-            let fan = if exact == 0.0 {
-                0.0
-            } else {
-                round_up(exact * (1.0 + 2f64.powi(-16)) + rounding)
-            };
-            let kept = |(e, drawable): (f32, bool)| if drawable { e } else { 0.0 };
-            SquareRecord::new(box_codes, fan, kept(sides[EAST]), kept(sides[SOUTH]))
-        })
-        .collect();
+    let mut records: Vec<SquareRecord> = budget.vec(slots.len())?;
+    records.par_extend(slots.par_iter().map(|s| {
+        if s.level == u32::MAX {
+            return SquareRecord::OUTSIDE;
+        }
+        let (level, ix, iz) = (s.level as usize, s.ix, s.iz);
+        let (lo, hi, error) = source.bounds(level, ix, iz);
+        let margin = 2.0 * rounding;
+        let box_codes = (boxes.below(lo - margin), boxes.above(hi + margin));
+        let sides = [EAST, SOUTH, NORTH, WEST].map(|side| drawn_vertex_error(level, ix, iz, side));
+        let left_out = sides
+            .iter()
+            .filter(|(_, drawable)| !drawable)
+            .map(|&(e, _)| f64::from(e))
+            .fold(0.0, f64::max);
+        let exact = f64::from(error) + left_out;
+        let fan = if exact == 0.0 {
+            0.0
+        } else {
+            round_up(exact * (1.0 + 2f64.powi(-16)) + rounding)
+        };
+        let kept = |(e, drawable): (f32, bool)| if drawable { e } else { 0.0 };
+        SquareRecord::new(box_codes, fan, kept(sides[EAST]), kept(sides[SOUTH]))
+    }));
     // The heights each square owns, at positions fixed by its place (so every vertex has
     // one height, whichever square draws it).
     let owned = |s: &Slot| -> [(u32, u32); 3] {
@@ -862,19 +903,21 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
         p
     };
     let vertex_heights = if codes.exact() {
-        VertexHeights::Codes(
+        let mut v = budget.vec(slots.len())?;
+        v.par_extend(
             slots
                 .par_iter()
-                .map(|s| owned(s).map(|p| codes.code(source.raw(p.0, p.1))))
-                .collect(),
-        )
+                .map(|s| owned(s).map(|p| codes.code(source.raw(p.0, p.1)))),
+        );
+        VertexHeights::Codes(v)
     } else {
-        VertexHeights::Floats(
+        let mut v = budget.vec(slots.len())?;
+        v.par_extend(
             slots
                 .par_iter()
-                .map(|s| owned(s).map(|p| source.drawn(source.raw(p.0, p.1))))
-                .collect(),
-        )
+                .map(|s| owned(s).map(|p| source.drawn(source.raw(p.0, p.1)))),
+        );
+        VertexHeights::Floats(v)
     };
     let mut tree = SquareTree {
         records,
@@ -954,7 +997,7 @@ pub(super) fn build(source: &impl Source, tolerance: f32) -> SquareTree {
             tree.leaf_error = tree.leaf_error.max(record.fan_error());
         }
     }
-    tree
+    Ok(tree)
 }
 
 impl SquareTree {
@@ -1004,5 +1047,22 @@ pub(super) fn build_from_field(
     pyramid: &Pyramid,
     tolerance: f32,
 ) -> SquareTree {
-    build(&FieldSource::new(field, pyramid), tolerance)
+    // Sized like the heightfield, already in memory: failing that is an allocation
+    // failure as any other.
+    build(
+        &FieldSource::new(field, pyramid),
+        tolerance,
+        Budget::UNLIMITED,
+    )
+    .unwrap_or_else(|e| {
+        let bytes = match e {
+            DetailError::TooLarge { bytes } => bytes,
+            _ => 0,
+        };
+        let size = usize::try_from(bytes).unwrap_or(isize::MAX as usize);
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(size.min(isize::MAX as usize), 1)
+                .unwrap_or(std::alloc::Layout::new::<u8>()),
+        )
+    })
 }

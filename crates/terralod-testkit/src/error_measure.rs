@@ -548,6 +548,62 @@ fn percentile99(values: &mut [f64]) -> f64 {
     *nth
 }
 
+/// Checks a screen view's documented bound with a build tolerance `T` sample by sample:
+/// every sample's leaf draws it within `L ≤ T` vertically (unmorphed), so its projected
+/// error is at most `τ` plus the projected size of a vertical `T` over a box holding that
+/// error segment: the sample's column from `truth − T` to `truth + T`, clipped to the
+/// surface's height range `range` (the drawn surface interpolates samples). That box lies
+/// in the leaf's box grown, and its bound is finite unless the column reaches the near
+/// plane, so the check runs per sample instead of being skipped whenever the whole
+/// terrain's box reaches the eye (as a bound over the terrain's box did). Returns the
+/// samples checked and those skipped (infinite bound); a clipped sample (infinite error)
+/// fails unless its bound is infinite too. Algorithm A's sparse tree (its tests, with and
+/// without local detail) relies on it.
+pub fn check_projected_with_build_tolerance(
+    surface: &Heightfield,
+    mesh: &terralod_core::GridMesh,
+    camera: &Camera,
+    view: &terralod_core::lod::View,
+    tolerance: f32,
+    build_tolerance: f32,
+) -> Result<(u64, u64), String> {
+    let (lo, hi) = surface.world_range();
+    let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
+    let reach = f64::from(build_tolerance) * (1.0 + 1e-6) + rounding;
+    let cell = f64::from(surface.mapping().cell_size);
+    let (mut checked, mut skipped) = (0u64, 0u64);
+    let mut failure = None;
+    for_each_projected_sample(surface, mesh, camera, |s| {
+        let (x, z) = (
+            (f64::from(s.pos.col) * cell) as f32,
+            (f64::from(s.pos.row) * cell) as f32,
+        );
+        let column = terralod_core::camera::Aabb::new(
+            glam::Vec3::new(x, (s.true_height - reach).max(f64::from(lo)) as f32, z),
+            glam::Vec3::new(x, (s.true_height + reach).min(f64::from(hi)) as f32, z),
+        );
+        let extra = view.projected_error_bound(build_tolerance, &column, false);
+        if !extra.is_finite() {
+            skipped += 1;
+            return;
+        }
+        checked += 1;
+        let allowed = (f64::from(tolerance) + f64::from(extra)) * (1.0 + 1e-4);
+        if (s.error > allowed || s.error.is_nan()) && failure.is_none() {
+            failure = Some(format!(
+                "T {build_tolerance}: projected error {} > τ {tolerance} + {extra} at {:?} \
+                 (true height {}, drawn {})",
+                s.error, s.pos, s.true_height, s.drawn_height
+            ));
+        }
+    })
+    .expect("valid camera");
+    match failure {
+        Some(message) => Err(message),
+        None => Ok((checked, skipped)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,8 @@ pub mod strategies;
 
 pub use error_measure::{
     ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, WorldError,
-    for_each_projected_sample, measure_error, measure_popping,
+    check_projected_with_build_tolerance, for_each_projected_sample, measure_error,
+    measure_popping,
 };
 pub use grid_math::MAX_GRID_COORD;
 pub use mesh_check::{

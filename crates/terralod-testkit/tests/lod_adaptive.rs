@@ -14,10 +14,11 @@ use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions, MorphedHeight, Selection, View,
 };
 use terralod_core::{Camera, GridPos, Heightfield, Pyramid};
+use terralod_testkit::check_projected_with_build_tolerance;
 use terralod_testkit::fixtures::exact_heights;
 use terralod_testkit::strategies::proptest_config;
 use terralod_testkit::strategies::{arb_camera, arb_heightfield, arb_pixel_tolerance};
-use terralod_testkit::{check_mesh, for_each_projected_sample, measure_error};
+use terralod_testkit::{check_mesh, measure_error};
 
 /// A terrain, a walk of cameras over it (with and without culling), and a tolerance.
 fn arb_walk() -> impl Strategy<Value = (Heightfield, Vec<(Camera, bool)>, f32)> {
@@ -136,61 +137,6 @@ proptest! {
     }
 }
 
-/// Checks a screen view's documented bound with a build tolerance `T` sample by sample:
-/// every sample's leaf draws it within `L ≤ T` vertically (unmorphed), so its projected
-/// error is at most `τ` plus the projected size of a vertical `T` over a box holding that
-/// error segment: the sample's column from `truth − T` to `truth + T`, clipped to the
-/// surface's height range `range` (the drawn surface interpolates samples). That box lies
-/// in the leaf's box grown, and its bound is finite unless the column reaches the near
-/// plane, so the check runs per sample instead of being skipped whenever the whole
-/// terrain's box reaches the eye (as a bound over the terrain's box did). Returns the
-/// samples checked and those skipped (infinite bound); a clipped sample (infinite error)
-/// fails unless its bound is infinite too.
-fn check_projected_with_tolerance(
-    surface: &Heightfield,
-    mesh: &terralod_core::GridMesh,
-    camera: &Camera,
-    view: &View,
-    tolerance: f32,
-    build_tolerance: f32,
-) -> Result<(u64, u64), TestCaseError> {
-    let (lo, hi) = surface.world_range();
-    let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
-    let reach = f64::from(build_tolerance) * (1.0 + 1e-6) + rounding;
-    let cell = f64::from(surface.mapping().cell_size);
-    let (mut checked, mut skipped) = (0u64, 0u64);
-    let mut failure = None;
-    for_each_projected_sample(surface, mesh, camera, |s| {
-        let (x, z) = (
-            (f64::from(s.pos.col) * cell) as f32,
-            (f64::from(s.pos.row) * cell) as f32,
-        );
-        let column = Aabb::new(
-            Vec3::new(x, (s.true_height - reach).max(f64::from(lo)) as f32, z),
-            Vec3::new(x, (s.true_height + reach).min(f64::from(hi)) as f32, z),
-        );
-        let extra = view.projected_error_bound(build_tolerance, &column, false);
-        if !extra.is_finite() {
-            skipped += 1;
-            return;
-        }
-        checked += 1;
-        let allowed = (f64::from(tolerance) + f64::from(extra)) * (1.0 + 1e-4);
-        if (s.error > allowed || s.error.is_nan()) && failure.is_none() {
-            failure = Some(format!(
-                "T {build_tolerance}: projected error {} > τ {tolerance} + {extra} at {:?} \
-                 (true height {}, drawn {})",
-                s.error, s.pos, s.true_height, s.drawn_height
-            ));
-        }
-    })
-    .expect("valid camera");
-    match failure {
-        Some(message) => Err(TestCaseError::fail(message)),
-        None => Ok((checked, skipped)),
-    }
-}
-
 /// The world box of everything an algorithm can draw over `field`: the padded grid's
 /// square (a straddling square's box reaches over it) and the height range.
 fn terrain_box(field: &Heightfield) -> Aabb {
@@ -237,9 +183,10 @@ proptest! {
             prop_assert!(carried == frame(&build().select(&view)), "differs from a fresh selection");
             let report = check_mesh(&mesh, None);
             prop_assert!(report.is_watertight(), "{}", report);
-            let (_, skipped) = check_projected_with_tolerance(
+            let (_, skipped) = check_projected_with_build_tolerance(
                 &field, &mesh, camera, &view, tolerance, build_tolerance,
-            )?;
+            )
+            .map_err(TestCaseError::fail)?;
             // Every column lies in the terrain's box: where the bound over that box is
             // finite, no sample is skipped (the check is never weaker than one over the box).
             let whole = view.projected_error_bound(build_tolerance, &terrain_box(&field), false);
@@ -286,9 +233,15 @@ fn the_build_tolerance_bound_is_checked_where_the_terrain_box_reaches_the_eye() 
             terrain_box(&field)
         );
         let mesh = lod.select(&view).to_mesh(&field);
-        let (c, s) =
-            check_projected_with_tolerance(&field, &mesh, &camera, &view, 1.0, build_tolerance)
-                .unwrap_or_else(|e| panic!("step {step}: {e}"));
+        let (c, s) = check_projected_with_build_tolerance(
+            &field,
+            &mesh,
+            &camera,
+            &view,
+            1.0,
+            build_tolerance,
+        )
+        .unwrap_or_else(|e| panic!("step {step}: {e}"));
         checked += c;
         skipped += s;
     }

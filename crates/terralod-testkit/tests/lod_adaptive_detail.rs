@@ -15,11 +15,12 @@ use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, Detail, LodAlgorithm, LodOptions, Selection, View,
 };
 use terralod_core::{Camera, GridPos, Heightfield, Pyramid, WorldMapping};
+use terralod_testkit::check_projected_with_build_tolerance;
 use terralod_testkit::fixtures::exact_heights;
 use terralod_testkit::strategies::{
     arb_camera, arb_heightfield, arb_pixel_tolerance, proptest_config,
 };
-use terralod_testkit::{check_mesh, for_each_projected_sample, measure_error};
+use terralod_testkit::{check_mesh, measure_error};
 
 /// Twice the signed area of `(a, b, c)`.
 fn area2(a: (f64, f64), b: (f64, f64), c: (f64, f64)) -> f64 {
@@ -155,61 +156,6 @@ fn frame(selection: &Selection<'_>) -> (Vec<[GridPos; 3]>, Vec<(u32, f32)>) {
     (triangles, morphs)
 }
 
-/// Checks a screen view's documented bound with a build tolerance `T` sample by sample:
-/// every sample's leaf draws it within `L ≤ T` vertically (unmorphed), so its projected
-/// error is at most `τ` plus the projected size of a vertical `T` over a box holding that
-/// error segment: the sample's column from `truth − T` to `truth + T`, clipped to the
-/// surface's height range `range` (the drawn surface interpolates samples). That box lies
-/// in the leaf's box grown, and its bound is finite unless the column reaches the near
-/// plane, so the check runs per sample instead of being skipped whenever the whole
-/// terrain's box reaches the eye (as a bound over the terrain's box did). Returns the
-/// samples checked and those skipped (infinite bound); a clipped sample (infinite error)
-/// fails unless its bound is infinite too.
-fn check_projected_with_tolerance(
-    surface: &Heightfield,
-    mesh: &terralod_core::GridMesh,
-    camera: &Camera,
-    view: &View,
-    tolerance: f32,
-    build_tolerance: f32,
-) -> Result<(u64, u64), TestCaseError> {
-    let (lo, hi) = surface.world_range();
-    let rounding = f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-23);
-    let reach = f64::from(build_tolerance) * (1.0 + 1e-6) + rounding;
-    let cell = f64::from(surface.mapping().cell_size);
-    let (mut checked, mut skipped) = (0u64, 0u64);
-    let mut failure = None;
-    for_each_projected_sample(surface, mesh, camera, |s| {
-        let (x, z) = (
-            (f64::from(s.pos.col) * cell) as f32,
-            (f64::from(s.pos.row) * cell) as f32,
-        );
-        let column = Aabb::new(
-            Vec3::new(x, (s.true_height - reach).max(f64::from(lo)) as f32, z),
-            Vec3::new(x, (s.true_height + reach).min(f64::from(hi)) as f32, z),
-        );
-        let extra = view.projected_error_bound(build_tolerance, &column, false);
-        if !extra.is_finite() {
-            skipped += 1;
-            return;
-        }
-        checked += 1;
-        let allowed = (f64::from(tolerance) + f64::from(extra)) * (1.0 + 1e-4);
-        if (s.error > allowed || s.error.is_nan()) && failure.is_none() {
-            failure = Some(format!(
-                "T {build_tolerance}: projected error {} > τ {tolerance} + {extra} at {:?} \
-                 (true height {}, drawn {})",
-                s.error, s.pos, s.true_height, s.drawn_height
-            ));
-        }
-    })
-    .expect("valid camera");
-    match failure {
-        Some(message) => Err(TestCaseError::fail(message)),
-        None => Ok((checked, skipped)),
-    }
-}
-
 proptest! {
     #![proptest_config(proptest_config())]
 
@@ -265,9 +211,10 @@ proptest! {
             // τ, plus the build tolerance projected over each sample's column; a column lies
             // in the terrain's box, so where the bound over that box is finite no sample is
             // skipped.
-            let (_, skipped) = check_projected_with_tolerance(
+            let (_, skipped) = check_projected_with_build_tolerance(
                 &fine, &mesh, camera, &view, tolerance, build_tolerance,
-            )?;
+            )
+            .map_err(TestCaseError::fail)?;
             let whole = view.projected_error_bound(build_tolerance, &terrain_box, false);
             prop_assert!(!whole.is_finite() || skipped == 0, "{} samples skipped", skipped);
         }

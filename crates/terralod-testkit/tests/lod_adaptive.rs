@@ -303,9 +303,11 @@ fn a_slow_flight_pops_under_a_quarter_pixel() {
             .expect("valid camera")
         })
         .collect();
-    let mut worst = [0.0f64; 2];
-    let mut changes = 0;
-    for (morph, worst) in [true, false].into_iter().zip(&mut worst) {
+    let (mut worst, mut changes) = ([0.0f64; 2], [0usize; 2]);
+    for (morph, (worst, changes)) in [true, false]
+        .into_iter()
+        .zip(worst.iter_mut().zip(&mut changes))
+    {
         let options = AdaptiveOptions::default().with_morph(morph);
         let mut lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
         let mut before: Option<(terralod_core::GridMesh, usize)> = None;
@@ -317,14 +319,14 @@ fn a_slow_flight_pops_under_a_quarter_pixel() {
                 let popping = terralod_testkit::measure_popping(&field, previous, &mesh, camera)
                     .expect("valid camera");
                 *worst = worst.max(popping.max);
-                changes += usize::from(*previous_triangles != triangles);
+                *changes += usize::from(*previous_triangles != triangles);
             }
             before = Some((mesh, triangles));
         }
     }
     assert!(
-        changes > 10,
-        "the topology changed in only {changes} frames"
+        changes.iter().all(|&c| c > 10),
+        "frames of topology change, with and without morphing: {changes:?}"
     );
     assert!(worst[0] <= 0.25, "morphing: {:.3} px", worst[0]);
     assert!(worst[1] > 0.25, "without morphing: {:.3} px", worst[1]);

@@ -267,9 +267,11 @@ fn a_road_is_drawn_at_its_resolution_and_only_there() {
     check_mesh(&mesh, None).assert_ok();
     let fine = fine_surface(&terrain, &road, origin, k);
     let errors = measure_error(&fine, &mesh, None).expect("no camera");
+    assert_eq!(errors.uncovered, 0, "{errors}");
     assert!(errors.world.max <= 1e-3, "{errors}");
     // Road samples are vertices at their height, and positions off the terrain's samples
-    // lie within a terrain square (2 cells, 8 fine positions) of the road.
+    // lie within two finest terrain squares (the ones touching the road and one more:
+    // 4 cells, 16 fine positions) of the road.
     let [x0, z0, x1, z1] = detail.footprint();
     let (mut on_road, mut off_grid_vertices) = (0, 0);
     for (pos, height) in mesh.positions.iter().zip(&mesh.heights) {

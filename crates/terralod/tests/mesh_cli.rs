@@ -340,16 +340,25 @@ fn a_build_tolerance_keeps_the_bound() {
         triangles.push(json["triangles"].as_u64().expect("a count"));
     }
     assert!(triangles[1] <= triangles[0], "{triangles:?}");
-    for refused in [
-        &["--max-error", "2", "--build-tolerance", "3"][..],
-        &["--max-error", "3", "--build-tolerance=-1"],
+    // A bound under the tolerance is refused by the command (one line, exit 1), a
+    // negative tolerance by the flag's parser (exit 2).
+    for (refused, code) in [
+        (&["--max-error", "2", "--build-tolerance", "3"][..], 1),
+        (&["--max-error", "3", "--build-tolerance=-1"], 2),
     ] {
         let mut args = vec!["mesh", &file, "--raw-size", "49x37", "--algo", "adaptive"];
         args.extend_from_slice(refused);
         let output = terralod(&args);
-        assert!(!output.status.success(), "{refused:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{refused:?}: {stderr}");
         assert!(stderr.contains("build-tolerance"), "{refused:?}: {stderr}");
+        if code == 1 {
+            assert_eq!(
+                stderr.trim_end().lines().count(),
+                1,
+                "{refused:?}: {stderr}"
+            );
+        }
     }
 }
 

@@ -739,15 +739,6 @@ impl LodAlgorithm for AdaptiveLod<'_> {
                 0.0
             },
             topology: view_tolerance(view) * MORPH_SHARE,
-            plain: match view.camera() {
-                Some(camera) if !self.options.view_angle_aware => Some((
-                    camera.eye,
-                    camera.forward(),
-                    camera.pixels_per_radian(),
-                    camera.near,
-                )),
-                _ => None,
-            },
         };
         let root = self.tree.root_corners;
         let side = self.tree.levels[0].size;

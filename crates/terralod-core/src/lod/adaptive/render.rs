@@ -27,6 +27,8 @@
 //!   which `least` keeps at `β` each, so it came in near `B(|r|) ≈ μτ + β` and jumped by
 //!   about `μτ` (0.5 px at τ = 1). With it, the vertex is already at its sample when its
 //!   children come, and appears on the coarse surface unless `least` says otherwise.
+//!   (The ramp starts at the plain or view-angle-aware bound; with the optional L∞ test,
+//!   which enables vertices earlier, such a vertex still appears at `least`.)
 //!
 //! `t` depends on the view only (no time), so the topology and the drawn heights are a
 //! function of the view; what is left of popping moves with the camera's step (the ramp's
@@ -51,9 +53,6 @@ pub(super) struct Morpher<'v> {
     /// The tolerance Update() selects the topology for: where a vertex's own tests reach
     /// it, the vertex is enabled, and its ramp starts.
     pub topology: f32,
-    /// Eye, unit forward, pixels per radian and near distance of a screen view with the
-    /// plain bound: the bound is then evaluated here, without the view's dispatch.
-    pub plain: Option<(glam::Vec3, glam::Vec3, f32, f32)>,
 }
 
 /// One of the tests Update() enables a vertex by: a square's box and the error it tests
@@ -66,52 +65,16 @@ const RAMP_END: f32 = 2.0;
 
 impl Morpher<'_> {
     /// The projected bound of `error` over `aabb` grown vertically by `grow` (infinite
-    /// where the box reaches the near plane).
+    /// where the box reaches the near plane; the error itself for a world-error view).
     #[inline(always)]
     fn bound(&self, error: f32, aabb: &Aabb, grow: f32) -> f32 {
+        if self.view.camera().is_none() {
+            return error;
+        }
         let reach = glam::Vec3::new(0.0, grow, 0.0);
         let grown = Aabb::new(aabb.min - reach, aabb.max + reach);
-        match (self.view.camera(), self.plain) {
-            (None, _) => error,
-            (Some(_), Some((eye, forward, pixels_per_radian, near))) => {
-                // `View::projected_error_bound`'s plain formula.
-                if error <= 0.0 {
-                    return 0.0;
-                }
-                let centre = grown.center() - eye;
-                let extent = grown.half_extent();
-                let depth = forward.dot(centre) - forward.abs().dot(extent);
-                if depth.is_nan() || depth <= near {
-                    return f32::INFINITY;
-                }
-                error * pixels_per_radian * (centre.abs() + extent).length() / (depth * depth)
-            }
-            (Some(_), None) => {
-                self.view
-                    .projected_error_bound(error, &grown, self.view_angle_aware)
-            }
-        }
-    }
-
-    /// Whether `bound(error, aabb, 0)` is at least `limit`; squared for the plain bound
-    /// (no root, no division: most drawn vertices are well past their ramp).
-    #[inline(always)]
-    fn reaches(&self, error: f32, aabb: &Aabb, limit: f32) -> bool {
-        match (self.view.camera(), self.plain) {
-            (Some(_), Some((eye, forward, pixels_per_radian, near))) => {
-                let centre = aabb.center() - eye;
-                let extent = aabb.half_extent();
-                let depth = forward.dot(centre) - forward.abs().dot(extent);
-                if depth.is_nan() || depth <= near {
-                    return error > 0.0;
-                }
-                let ek = error * pixels_per_radian;
-                let depth2 = depth * depth;
-                ek * ek * (centre.abs() + extent).length_squared()
-                    >= limit * limit * depth2 * depth2
-            }
-            _ => self.bound(error, aabb, 0.0) >= limit,
-        }
+        self.view
+            .projected_error_bound(error, &grown, self.view_angle_aware)
     }
 
     /// The drawn height of a vertex with sample height `h` on a coarse edge at height
@@ -123,14 +86,6 @@ impl Morpher<'_> {
         }
         // The ramp: 0 where Update() enables the vertex (so it appears, and leaves, on
         // the coarse surface), 1 once its tests reach `RAMP_END` times that.
-        let full = RAMP_END * self.topology;
-        if tests
-            .iter()
-            .flatten()
-            .any(|(aabb, error)| self.reaches(*error, aabb, full))
-        {
-            return h;
-        }
         let tested = tests
             .iter()
             .flatten()
@@ -154,7 +109,7 @@ impl Morpher<'_> {
         } else {
             1.0 - self.budget / size
         };
-        base + ramp.max(least).max(0.0) * r
+        base + ramp.max(least) * r
     }
 }
 

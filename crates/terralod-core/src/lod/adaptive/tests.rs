@@ -5,6 +5,7 @@ use super::records::{EAST, SOUTH};
 use super::update::{ENABLED, mid_bit, parent_sides, ref_count};
 use super::*;
 use crate::camera::Camera;
+use crate::heightfield::GridPos;
 use crate::heightfield::Samples;
 use crate::lod::MorphedHeight;
 use crate::test_support::lcg_values;
@@ -395,6 +396,8 @@ fn straddling_squares_of_a_finely_subdivided_terrain_do_not_overflow() {
         View::world_error(1e4).expect("valid"),
         View::screen(camera(eye, Vec3::new(128.0, 1000.0, 1.0)), 1.0).expect("valid view"),
     ];
+    // The strip's extent, 256 x 2 terrain cells, as twice an area in fine cells.
+    let extent2 = 2 * (256u64 << k) * (2u64 << k);
     for (i, view) in views.into_iter().enumerate() {
         let Selection::Triangles {
             vertices, indices, ..
@@ -405,9 +408,27 @@ fn straddling_squares_of_a_finely_subdivided_terrain_do_not_overflow() {
         assert!(!indices.is_empty(), "view {i}");
         let len = vertices.len() as u64;
         assert!(indices.iter().all(|&i| u64::from(i) < len));
-        // The drawn extent is the strip's (256 x 2 terrain cells), at most: no triangle
-        // reaches the padding rows beyond it.
-        assert!(indices.iter().all(|&i| vertices.position(i).row <= 2 << k));
+        // The triangles tile the extent (a culled view draws part of it): none reaches
+        // the padding beyond it, none overlaps another.
+        let area2: u64 = indices
+            .chunks_exact(3)
+            .map(|t| {
+                let [a, b, c] = [0, 1, 2].map(|j| vertices.position(t[j]));
+                let d = |p: GridPos, q: GridPos| {
+                    (
+                        i64::from(q.col) - i64::from(p.col),
+                        i64::from(q.row) - i64::from(p.row),
+                    )
+                };
+                let ((ux, uz), (vx, vz)) = (d(a, b), d(a, c));
+                (ux * vz - uz * vx).unsigned_abs()
+            })
+            .sum();
+        if view.cull() {
+            assert!(area2 <= extent2, "view {i}: {area2} > {extent2}");
+        } else {
+            assert_eq!(area2, extent2, "view {i}");
+        }
     }
     check_invariants(&lod);
 }

@@ -234,7 +234,8 @@ pub fn terralod_mesh(
     Ok(algorithm.select(&view).to_mesh(field))
 }
 
-/// Builds the registered algorithm `name` for `field` and `pyramid`.
+/// Builds the registered algorithm `name` for `field` and `pyramid`, for world-error
+/// views.
 pub fn build_algorithm<'a>(
     name: &str,
     field: &'a Heightfield,
@@ -247,7 +248,9 @@ pub fn build_algorithm<'a>(
             .ok_or_else(|| PeerError::UnknownAlgorithm {
                 name: name.to_string(),
             })?;
-    Ok((entry.build)(field, pyramid, &LodOptions::default()))
+    // The comparison selects world-error views only.
+    let options = LodOptions::default().with_world_error_only(true);
+    Ok((entry.build)(field, pyramid, &options))
 }
 
 /// Measured vertical error of `mesh` over every sample of `field` (the testkit oracle).

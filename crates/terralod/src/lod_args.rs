@@ -11,9 +11,11 @@ use terralod_core::lod::{
 
 #[derive(Debug, Args)]
 pub struct LodArgs {
-    /// LOD algorithm, by its registry name (an unknown name lists them all).
-    #[arg(long, default_value = "quadtree")]
-    pub algo: String,
+    /// LOD algorithm, by its registry name (an unknown name lists them all). Default:
+    /// quadtree for a view, bintree for --max-error (the fewest vertices for a max error,
+    /// found without a table).
+    #[arg(long)]
+    pub algo: Option<String>,
     /// View-dependent: projected error at most this many pixels.
     #[arg(long, value_name = "PX", allow_negative_numbers = true)]
     pub pixel_error: Option<f32>,
@@ -169,19 +171,32 @@ fn parse_lod_distance(text: &str) -> Result<f32, String> {
 }
 
 impl LodArgs {
+    /// The algorithm's name: `--algo`, or the default for the bound given.
+    pub fn algo(&self) -> &str {
+        match (&self.algo, self.max_error) {
+            (Some(name), _) => name,
+            (None, Some(_)) => "bintree",
+            (None, None) => "quadtree",
+        }
+    }
+
     /// The registry entry named by `--algo`.
     pub fn entry(&self) -> anyhow::Result<&'static AlgorithmEntry> {
-        lod::find(&self.algo).with_context(|| {
+        lod::find(self.algo()).with_context(|| {
             format!(
                 "unknown algorithm '{}' (available: {})",
-                self.algo,
+                self.algo(),
                 lod::names()
             )
         })
     }
 
+    /// The algorithm options; with `--max-error` the selections are view-independent
+    /// only, so tables only screen views read are left out.
     pub fn options(&self) -> LodOptions {
-        self.algorithm.options()
+        self.algorithm
+            .options()
+            .with_world_error_only(self.max_error.is_some())
     }
 
     /// The view the algorithm selects for. `camera` is called only for a view-dependent
@@ -199,7 +214,7 @@ impl LodArgs {
                     bail!("--max-error is view-independent: it takes no --no-cull");
                 }
                 let tolerance = self.algorithm.build_tolerance;
-                if self.algo == "adaptive" && m < tolerance {
+                if self.algo() == "adaptive" && m < tolerance {
                     bail!(
                         "--max-error {m} is below --build-tolerance {tolerance}: the adaptive \
                          tree keeps the samples only within {tolerance}"

@@ -147,6 +147,9 @@ fn view_independent_export_covers_everything() {
         ]);
         assert_eq!(json["tolerance"]["kind"], "world_error");
         assert_eq!(json["cull"], false);
+        // The default for a max error: the bintree, without its screen-view table.
+        assert_eq!(json["algorithm"], "bintree");
+        assert_eq!(json["state_bytes"], 0);
     }
     let mesh = read_obj(&obj);
     let errors = measure_error(&field, &mesh, None).expect("no camera");

@@ -285,11 +285,20 @@ pub struct LodOptions {
     pub patches: PatchOptions,
     /// Algorithm C's options (block size, distance, error-aware levels, morphing).
     pub chunked: ChunkedOptions,
+    /// The caller will select world-error views only (a mesh export, the peer
+    /// comparison): an algorithm may leave out tables only screen views read, and build
+    /// them if a screen view comes after all. The bintree skips its per-diamond errors.
+    pub world_error_only: bool,
 }
 
 impl LodOptions {
     pub fn with_patches(mut self, patches: PatchOptions) -> Self {
         self.patches = patches;
+        self
+    }
+
+    pub fn with_world_error_only(mut self, on: bool) -> Self {
+        self.world_error_only = on;
         self
     }
 

@@ -119,7 +119,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     if let Some(pool) = stats.patches.filter(|p| p.exhausted) {
         eprintln!(
             "{}: pool of {} patches exhausted: coarser patches kept (raise --pool-capacity)",
-            args.lod.algo, pool.capacity
+            args.lod.algo(),
+            pool.capacity
         );
     }
     let timings = time_frames(

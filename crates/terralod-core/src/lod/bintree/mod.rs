@@ -40,9 +40,11 @@
 //! Samples beyond the data (the padding) are drawn with the repeated border heights but
 //! carry no error: nothing is measured there.
 
+mod within;
+
 use super::{
-    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Pass, Selection, SelectionStats, View,
-    round_up,
+    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Pass, Selection, SelectionStats,
+    Tolerance, View, round_up,
 };
 use crate::camera::{Aabb, Frustum};
 use crate::heightfield::{Heightfield, Samples};
@@ -52,6 +54,7 @@ use glam::Vec3;
 use rayon::prelude::*;
 use std::ops::ControlFlow;
 use std::time::Instant;
+use within::WithinBuffers;
 
 /// Per diamond (one per grid vertex): the error bound and the y range of the diamond and
 /// all its descendants, world units.
@@ -135,47 +138,42 @@ pub struct BintreeLod<'a> {
     options: LodOptions,
     /// Samples a side of the padded square grid.
     side: u32,
+    /// Empty until a screen view needs it.
     diamonds: Vec<Diamond>,
     vertices: GridVertices,
     indices: Vec<u32>,
+    within: WithinBuffers,
     stats: SelectionStats,
 }
 
 impl<'a> BintreeLod<'a> {
-    /// Builds the per-diamond errors and ranges: one exact pass over the samples per level.
+    /// Builds the per-diamond errors and ranges (one exact pass over the samples per
+    /// level) that screen views need; with [`LodOptions::world_error_only`] they wait for
+    /// the first screen view, since world-error views never read them.
     pub fn new(field: &'a Heightfield, options: LodOptions) -> BintreeLod<'a> {
         let side = field.padded_side();
         let mut lod = BintreeLod {
             field,
             options,
             side,
-            diamonds: vec![Diamond::EMPTY; side as usize * side as usize],
+            diamonds: Vec::new(),
             vertices: GridVertices {
                 stride: side,
                 rows: side,
                 shift: 0,
             },
             indices: Vec::new(),
+            within: WithinBuffers::default(),
             stats: SelectionStats::default(),
         };
-        lod.build_diamonds();
+        if !options.world_error_only {
+            lod.build_diamonds();
+        }
         lod
     }
 
     fn roots(&self) -> [Triangle; 2] {
-        let n = self.side as i32 - 1;
-        [
-            Triangle {
-                a: (0, 0),
-                b: (n, n),
-                c: (n, 0),
-            },
-            Triangle {
-                a: (n, n),
-                b: (0, 0),
-                c: (0, n),
-            },
-        ]
+        roots(self.side as i32 - 1)
     }
 
     fn slot(&self, p: Point) -> usize {
@@ -193,6 +191,7 @@ impl<'a> BintreeLod<'a> {
     /// a bounded batch at a time, so the build needs no memory beyond the records.
     fn build_diamonds(&mut self) {
         let n = self.side as i32 - 1;
+        self.diamonds = vec![Diamond::EMPTY; self.side as usize * self.side as usize];
         let levels = 2 * n.trailing_zeros();
         let mut batch: Vec<Point> = Vec::with_capacity(BATCH);
         let mut measured: Vec<Diamond> = Vec::with_capacity(BATCH);
@@ -315,18 +314,6 @@ impl<'a> BintreeLod<'a> {
         col >= self.field.width() as i32 || row >= self.field.height() as i32
     }
 
-    fn emit(&mut self, t: &Triangle) {
-        let index = |p: Point| p.1 as u32 * self.side + p.0 as u32;
-        // Counter-clockwise seen from above (+y): negative in (col, row) with rows down.
-        let turn = edge_function(t.a, t.b, t.c);
-        let (a, b, c) = (index(t.a), index(t.b), index(t.c));
-        if turn < 0 {
-            self.indices.extend_from_slice(&[a, b, c]);
-        } else {
-            self.indices.extend_from_slice(&[a, c, b]);
-        }
-    }
-
     /// The world box of grid region `lo..=hi` (cells) between heights `low` and `high`.
     fn world_box(&self, lo: Point, hi: Point, low: f32, high: f32) -> Aabb {
         let cell = self.field.mapping().cell_size;
@@ -368,7 +355,35 @@ impl<'a> BintreeLod<'a> {
             }
         }
         self.stats.nodes_drawn += 1;
-        self.emit(&t);
+        emit(&mut self.indices, self.side, &t);
+    }
+}
+
+/// The two root triangles of a grid of `n` cells a side.
+fn roots(n: i32) -> [Triangle; 2] {
+    [
+        Triangle {
+            a: (0, 0),
+            b: (n, n),
+            c: (n, 0),
+        },
+        Triangle {
+            a: (n, n),
+            b: (0, 0),
+            c: (0, n),
+        },
+    ]
+}
+
+/// Appends triangle `t` of a grid of `side` samples a side to `indices`, counter-clockwise
+/// seen from above (+y): negative in (col, row) with rows down.
+fn emit(indices: &mut Vec<u32>, side: u32, t: &Triangle) {
+    let index = |p: Point| p.1 as u32 * side + p.0 as u32;
+    let (a, b, c) = (index(t.a), index(t.b), index(t.c));
+    if edge_function(t.a, t.b, t.c) < 0 {
+        indices.extend_from_slice(&[a, b, c]);
+    } else {
+        indices.extend_from_slice(&[a, c, b]);
     }
 }
 
@@ -494,9 +509,12 @@ const BATCH: usize = 1 << 14;
 /// `2s` blocks, `(s, s)` where `(i + j) / 2` is odd for `m = (i s, j s)` (the root's
 /// diagonal runs from `(0, 0)` to `(n, n)`).
 fn half_diagonal(m: Point, s: i32, diagonal: bool) -> Point {
-    let (i, j) = (m.0 / s, m.1 / s);
-    match (diagonal, i % 2 == 1) {
-        (true, _) if ((i + j) / 2) % 2 == 1 => (s, s),
+    debug_assert!(s > 0 && s & (s - 1) == 0 && m.0 >= 0 && m.1 >= 0);
+    // `s` is a power of two and `m` non-negative: shifts, not divisions (a hot path).
+    let shift = s.trailing_zeros();
+    let (i, j) = (m.0 >> shift, m.1 >> shift);
+    match (diagonal, i & 1 == 1) {
+        (true, _) if ((i + j) >> 1) & 1 == 1 => (s, s),
         (true, _) => (s, -s),
         (false, true) => (s, 0),
         (false, false) => (0, s),
@@ -529,13 +547,29 @@ impl LodAlgorithm for BintreeLod<'_> {
         let started = Instant::now();
         self.indices.clear();
         self.stats = SelectionStats::default();
-        let pass = Pass {
-            view,
-            frustum: view.frustum(),
-            view_angle_aware: self.options.view_angle_aware,
-        };
-        for root in self.roots() {
-            self.visit(&pass, root, Frustum::ALL_PLANES);
+        if let Tolerance::WorldError(max_error) = view.tolerance() {
+            let within = within::select_within(
+                self.field,
+                self.side,
+                max_error,
+                &mut self.within,
+                &mut self.indices,
+            );
+            self.stats.nodes_visited = within.tested;
+            self.stats.nodes_drawn = (self.indices.len() / 3) as u64;
+            self.stats.vertices = Some(within.vertices);
+        } else {
+            if self.diamonds.is_empty() {
+                self.build_diamonds();
+            }
+            let pass = Pass {
+                view,
+                frustum: view.frustum(),
+                view_angle_aware: self.options.view_angle_aware,
+            };
+            for root in self.roots() {
+                self.visit(&pass, root, Frustum::ALL_PLANES);
+            }
         }
         self.stats.triangles = (self.indices.len() / 3) as u64;
         self.stats.select_time = started.elapsed();

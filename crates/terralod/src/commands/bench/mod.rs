@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use terralod_core::generate::{GenerateOptions, generate};
 use terralod_core::lod::{self, AlgorithmEntry, Detail, PatchStats, View};
-use terralod_core::{Camera, Heightfield, Pyramid};
+use terralod_core::{Camera, Heightfield, Pyramid, WorldMapping};
 use terralod_testkit::{check_mesh, measure_error, measure_popping};
 
 #[derive(Debug, Args)]
@@ -83,6 +83,11 @@ pub struct BenchArgs {
     /// Sizes for --scaling (samples a side).
     #[arg(long, value_delimiter = ',', default_value = "1025,4097,16385")]
     pub scaling_sizes: Vec<u32>,
+    /// With --scaling: every size shows the first size's surface (resampled, piecewise
+    /// linear on the 2 x 2-cell fans the quadtrees draw) instead of the generator's finer
+    /// detail, so only the sample count grows: the cost of size apart from that of detail.
+    #[arg(long, requires = "scaling")]
+    pub same_surface: bool,
     /// The tile cache, for `--algo streamed` alone over an imported directory.
     #[command(flatten)]
     pub stream: crate::stream_args::StreamArgs,
@@ -583,6 +588,66 @@ fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Resu
     Ok(())
 }
 
+/// `coarse` resampled onto `size × size` samples of `cell_size` (`size − 1` a power-of-two
+/// multiple of its cells): piecewise linear on the triangles every 2 × 2-cell fan of the
+/// quadtrees draws (each cell cut by the diagonal through its corner with two odd
+/// coordinates, the fan's centre). A fan of the fine grid over whole coarse cells then has
+/// exactly the coarse grid's error, and finer fans none beyond rounding: the same surface,
+/// more samples.
+fn resample_on_fans(
+    coarse: &Heightfield,
+    size: u32,
+    cell_size: f32,
+) -> anyhow::Result<Heightfield> {
+    let (cells, fine_cells) = (coarse.width() - 1, size - 1);
+    if coarse.width() != coarse.height()
+        || !fine_cells.is_multiple_of(cells)
+        || !(fine_cells / cells).is_power_of_two()
+    {
+        bail!(
+            "--same-surface: {size} is not the first size ({}) refined by a power of two",
+            coarse.width()
+        );
+    }
+    let step = f64::from(cells) / f64::from(fine_cells);
+    let height = |col: u32, row: u32| f64::from(coarse.raw(col, row));
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(size as usize * size as usize)
+        .with_context(|| format!("--same-surface: no memory for {size} x {size} samples"))?;
+    for row in 0..size {
+        let v = f64::from(row) * step;
+        let cy = (v as u32).min(cells - 1);
+        let fy = v - f64::from(cy);
+        for col in 0..size {
+            let u = f64::from(col) * step;
+            let cx = (u as u32).min(cells - 1);
+            let fx = u - f64::from(cx);
+            let [h00, h10, h01, h11] =
+                [(cx, cy), (cx + 1, cy), (cx, cy + 1), (cx + 1, cy + 1)].map(|(c, r)| height(c, r));
+            // The fan's centre is (cx, cy) or (cx + 1, cy + 1) when cx and cy have the same
+            // parity: the cut runs from (0, 0) to (1, 1); otherwise from (1, 0) to (0, 1).
+            let h = if cx % 2 == cy % 2 {
+                if fx >= fy {
+                    h00 + fx * (h10 - h00) + fy * (h11 - h10)
+                } else {
+                    h00 + fy * (h01 - h00) + fx * (h11 - h01)
+                }
+            } else if fx + fy <= 1.0 {
+                h00 + fx * (h10 - h00) + fy * (h01 - h00)
+            } else {
+                h11 + (1.0 - fx) * (h01 - h11) + (1.0 - fy) * (h10 - h11)
+            };
+            values.push(h as f32);
+        }
+    }
+    let mapping = WorldMapping {
+        cell_size,
+        ..coarse.mapping()
+    };
+    Ok(Heightfield::from_f32(size, size, values)?.with_mapping(mapping)?)
+}
+
 /// `--scaling`: the default path over procedural terrains of each size, one extent.
 fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow::Result<()> {
     if args.terrain.file.is_some() || args.path.is_some() || args.speed.is_some() {
@@ -597,18 +662,31 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
         "scaling: procedural terrains over {extent} m, {} frames, tau = {} px",
         args.frames, args.pixel_error
     )?;
+    let mut first: Option<Heightfield> = None;
     for &size in &args.scaling_sizes {
         if size < 3 {
             bail!("--scaling-sizes: {size} is too small");
         }
-        let bar = progress::spinner(format!("generating {size} x {size}"));
-        let field = generate(&GenerateOptions {
-            size,
-            cell_size: extent / (size - 1) as f32,
-            ..GenerateOptions::default()
-        })
-        .with_context(|| format!("generating {size} x {size}"))?;
-        bar.finish_and_clear();
+        let cell_size = extent / (size - 1) as f32;
+        let field = match &first {
+            Some(coarse) if args.same_surface => {
+                let bar = progress::spinner(format!("resampling to {size} x {size}"));
+                let field = resample_on_fans(coarse, size, cell_size)?;
+                bar.finish_and_clear();
+                field
+            }
+            _ => {
+                let bar = progress::spinner(format!("generating {size} x {size}"));
+                let field = generate(&GenerateOptions {
+                    size,
+                    cell_size,
+                    ..GenerateOptions::default()
+                })
+                .with_context(|| format!("generating {size} x {size}"))?;
+                bar.finish_and_clear();
+                field
+            }
+        };
         // The path is planned on the first terrain so every size flies the same poses.
         let poses = poses.get_or_insert_with(|| path::default_path(&field, args.frames as usize));
         let (pyramid, pyramid_ms) = timed(|| Pyramid::build(&field));
@@ -625,6 +703,9 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
                 run.nodes_visited.median
             )?;
             rows.push((size, run));
+        }
+        if args.same_surface && first.is_none() {
+            first = Some(field);
         }
     }
     if let Some(dir) = &args.plots {
@@ -651,4 +732,33 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
     }
     writeln!(out, "{report}")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use terralod_core::lod::{LodAlgorithm, LodOptions, QuadtreeLod};
+
+    #[test]
+    fn the_same_surface_keeps_the_coarse_samples_and_the_quadtree_mesh() {
+        let coarse = generate(&GenerateOptions::default().with_size(33)).expect("valid");
+        let cell = coarse.mapping().cell_size;
+        let fine = resample_on_fans(&coarse, 129, cell / 4.0).expect("4 x finer");
+        for row in 0..33 {
+            for col in 0..33 {
+                assert_eq!(fine.raw(col * 4, row * 4), coarse.raw(col, row));
+            }
+        }
+        let (lo, hi) = coarse.world_range();
+        for fraction in [0.003, 0.01, 0.03, 0.1] {
+            let view = View::world_error((hi - lo) * fraction).expect("valid");
+            let count = |field: &Heightfield| {
+                let pyramid = Pyramid::build(field);
+                let mut lod = QuadtreeLod::new(field, &pyramid, LodOptions::default());
+                lod.select(&view).triangle_count()
+            };
+            assert_eq!(count(&fine), count(&coarse), "M = {fraction} of the range");
+        }
+        assert!(resample_on_fans(&coarse, 97, cell / 3.0).is_err());
+    }
 }

@@ -1,6 +1,7 @@
 //! LOD selection plus index generation (features Q2–Q5, Q7) for every registered algorithm
 //! on the 4097 × 2049 Grand Canyon data (60 m cells, 10 m per unit), 1920 × 1080, 60° fov,
-//! τ = 1 px, single-threaded, three fixed cameras; plus the article's triangle table.
+//! τ = 1 px, single-threaded, three fixed cameras; plus the article's triangle table, and
+//! every error-bounded algorithm's view-independent selection.
 //!
 //! Run: `cargo bench -p terralod-benches --bench lod`. Before the timings it prints, per
 //! algorithm and camera, the triangles at full detail, after culling only and at τ = 1, 2,
@@ -124,5 +125,30 @@ fn adaptive_update(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lod_select, adaptive_update);
+/// The view-independent mode of every error-bounded algorithm (`mesh --max-error`), built
+/// for world-error views only, on the whole canyon at M = 10 and 50 m.
+fn view_independent(c: &mut Criterion) {
+    let Some(field) = load_gcanyon() else {
+        return;
+    };
+    let pyramid = Pyramid::build(&field);
+    let options = LodOptions::default().with_world_error_only(true);
+    let mut group = c.benchmark_group("view_independent_gcanyon");
+    group.sample_size(10);
+    for entry in REGISTRY {
+        let mut algorithm = (entry.build)(&field, &pyramid, &options);
+        if !algorithm.error_bounded() {
+            continue;
+        }
+        for max_error in [10.0, 50.0] {
+            let view = View::world_error(max_error).expect("valid");
+            group.bench_function(format!("{}/{max_error}m", entry.name), |b| {
+                b.iter(|| black_box(algorithm.select(black_box(&view)).triangle_count()))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lod_select, adaptive_update, view_independent);
 criterion_main!(benches);

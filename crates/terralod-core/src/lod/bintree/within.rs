@@ -21,7 +21,8 @@
 //! row (small triangles, most of the tests, through a list of their samples). A leaf is
 //! scanned whole once; a split triangle usually stops at one of the first points. The
 //! tests run depth first, so a triangle's children are tested while its samples are still
-//! in cache. The cost is close to one pass over the samples, where the table of the
+//! in cache, and below the coarsest levels in parallel parts (the mesh and its triangle
+//! order do not depend on the number of threads). The cost is close to one pass over the samples, where the table of the
 //! view-dependent mode measures every triangle of every level whole (docs/BENCHMARKS.md:
 //! 2.3 ms for Boulder's 513² at M = 50, against 35 ms for the table).
 //!
@@ -36,30 +37,64 @@
 use super::{Triangle, diamond_triangles, emit, half_diagonal, roots};
 use crate::heightfield::{Heightfield, Samples};
 use crate::raster::Point;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the view-independent selection keeps across calls, so a repeated selection
 /// allocates nothing.
 #[derive(Debug, Default)]
 pub(super) struct WithinBuffers {
     /// One bit per grid vertex: whether the diamond centred there is split.
-    split: Vec<u64>,
-    /// Triangles of the mesh waiting for their test; then the emission's stack.
+    split: Vec<AtomicU64>,
+    /// The depth-first stack of the coarse levels, tested and drawn on the calling thread.
     pending: Vec<Triangle>,
+    /// The triangles at [`FRONTIER_DEPTH`]: their subtrees are tested, then drawn, in
+    /// parallel.
+    frontier: Vec<Triangle>,
+    /// One per parallel part of the frontier.
+    parts: Vec<Part>,
     /// Built by the first selection.
     shapes: Option<Shapes>,
 }
 
+/// A parallel part's own stack, triangles and figures.
+#[derive(Debug, Default)]
+struct Part {
+    stack: Vec<Triangle>,
+    indices: Vec<u32>,
+    stats: WithinStats,
+}
+
+/// The depth (levels below the roots) whose triangles are handed to the parallel parts:
+/// up to 2^9 of them, in [`PARTS`] parts for rayon to balance.
+const FRONTIER_DEPTH: u32 = 8;
+const PARTS: usize = 32;
+
 /// What one view-independent selection produced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct WithinStats {
-    /// Triangles tested against the samples (the others were split by a neighbour first).
+    /// Triangles tested against the samples (the others were split by a neighbour first;
+    /// the two triangles of a diamond tested at once on two threads both count).
     pub tested: u64,
     /// Distinct vertices of the mesh: the grid's four corners and one per split diamond.
     pub vertices: u64,
 }
 
+impl WithinStats {
+    fn add(&mut self, other: WithinStats) {
+        self.tested += other.tested;
+        self.vertices += other.vertices;
+    }
+}
+
 /// Selects the mesh within `max_error` (world units) of every sample of `field` over the
 /// padded grid of `side` samples, appending its triangles to `indices` (cleared first).
+///
+/// The levels above [`FRONTIER_DEPTH`] are tested on the calling thread; the subtrees
+/// below, in parallel parts that share the split flags (atomic: a neighbour's forced
+/// split may reach into another part's subtree, and whoever sets a diamond's flag queues
+/// its children). The split set does not depend on the order, so neither does the mesh:
+/// the triangles are drawn in the same order on any number of threads.
 pub(super) fn select_within(
     field: &Heightfield,
     side: u32,
@@ -69,46 +104,103 @@ pub(super) fn select_within(
 ) -> WithinStats {
     let n = side as i32 - 1;
     let words = (side as usize * side as usize).div_ceil(64);
-    buffers.split.clear();
-    buffers.split.resize(words, 0);
-    buffers.pending.clear();
-    buffers.pending.extend(roots(n));
+    buffers.split.truncate(words);
+    buffers
+        .split
+        .iter()
+        .for_each(|w| w.store(0, Ordering::Relaxed));
+    buffers.split.resize_with(words, AtomicU64::default);
     let shapes = buffers.shapes.get_or_insert_with(Shapes::new);
     let scan = Scan::new(field, shapes, f64::from(max_error));
+    let grid = SplitGrid {
+        split: &buffers.split,
+        side,
+    };
+    // A triangle at the frontier depth has this half-extent, the only one of the levels
+    // down to it that small (the roots are at depth 0; no deeper than the finest
+    // splittable level).
+    let depth = FRONTIER_DEPTH.min(2 * n.trailing_zeros() - 2) & !1;
+    let frontier_extent = n >> (depth / 2 + 1);
+    let at_frontier = |t: &Triangle| t.half_extent() <= frontier_extent;
+
     let mut stats = WithinStats {
         vertices: 4,
         ..WithinStats::default()
     };
-    let mut grid = SplitGrid {
-        split: &mut buffers.split,
-        side,
-    };
-    // Depth first: a triangle's children are tested right after it, while its samples
-    // are still in cache.
+    buffers.pending.clear();
+    buffers.pending.extend(roots(n));
+    buffers.frontier.clear();
     while let Some(t) = buffers.pending.pop() {
-        let Some(m) = t.midpoint() else { continue };
-        if grid.is_split(m) {
-            continue;
-        }
-        stats.tested += 1;
-        if scan.misses(&t) {
-            stats.vertices += grid.force_split(m, &mut buffers.pending);
+        if at_frontier(&t) {
+            buffers.frontier.push(t);
+        } else {
+            stats.add(grid.test(&t, &scan, &mut buffers.pending));
         }
     }
+    buffers.parts.resize_with(PARTS, Part::default);
+    let frontier = &buffers.frontier;
+    share_out(frontier, &mut buffers.parts, |part| {
+        part.stats = WithinStats::default();
+        // Depth first: a triangle's children are tested right after it, while its samples
+        // are still in cache.
+        while let Some(t) = part.stack.pop() {
+            let tested = grid.test(&t, &scan, &mut part.stack);
+            part.stats.add(tested);
+        }
+    });
+    for part in &buffers.parts {
+        stats.add(part.stats);
+    }
+
+    // Drawing: the coarse levels here, the frontier's subtrees in the parts, in order.
     indices.clear();
     buffers.pending.extend(roots(n));
+    buffers.frontier.clear();
     while let Some(t) = buffers.pending.pop() {
         match t.midpoint() {
+            _ if at_frontier(&t) => buffers.frontier.push(t),
             Some(m) if grid.is_split(m) => buffers.pending.extend(t.children(m)),
             _ => emit(indices, side, &t),
         }
     }
+    // (Splits made in parallel may have added frontier triangles: a new share-out.)
+    let frontier = &buffers.frontier;
+    share_out(frontier, &mut buffers.parts, |part| {
+        part.indices.clear();
+        while let Some(t) = part.stack.pop() {
+            match t.midpoint() {
+                Some(m) if grid.is_split(m) => part.stack.extend(t.children(m)),
+                _ => emit(&mut part.indices, side, &t),
+            }
+        }
+    });
+    for part in &buffers.parts {
+        indices.extend_from_slice(&part.indices);
+    }
     stats
 }
 
-/// The split flags of the padded grid's diamonds.
+/// Runs `work` on every part in parallel, each part's stack holding its consecutive share
+/// of `frontier` (the first triangle on top).
+fn share_out(frontier: &[Triangle], parts: &mut [Part], work: impl Fn(&mut Part) + Sync) {
+    let share = frontier.len().div_ceil(parts.len()).max(1);
+    parts.par_iter_mut().enumerate().for_each(|(k, part)| {
+        part.stack.clear();
+        part.stack.extend(
+            frontier
+                .chunks(share)
+                .nth(k)
+                .unwrap_or_default()
+                .iter()
+                .rev(),
+        );
+        work(part);
+    });
+}
+
+/// The split flags of the padded grid's diamonds, shared by the parallel parts.
 struct SplitGrid<'a> {
-    split: &'a mut Vec<u64>,
+    split: &'a [AtomicU64],
     side: u32,
 }
 
@@ -120,18 +212,35 @@ impl SplitGrid<'_> {
 
     fn is_split(&self, p: Point) -> bool {
         let (word, bit) = self.bit(p);
-        self.split[word] & bit != 0
+        self.split[word].load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// Rule 1 for triangle `t` of the mesh: splits its diamond when it misses.
+    fn test(&self, t: &Triangle, scan: &Scan<'_>, queue: &mut Vec<Triangle>) -> WithinStats {
+        match t.midpoint() {
+            Some(m) if !self.is_split(m) => WithinStats {
+                tested: 1,
+                vertices: if scan.misses(t) {
+                    self.force_split(m, queue)
+                } else {
+                    0
+                },
+            },
+            // The finest triangles, and those whose diamond is split already (its children
+            // were queued by whoever split it).
+            _ => WithinStats::default(),
+        }
     }
 
     /// Splits the diamond centred on `m` after the diamonds its triangles came from,
     /// queueing the new triangles that can split; returns how many diamonds it split.
-    fn force_split(&mut self, m: Point, queue: &mut Vec<Triangle>) -> u64 {
+    fn force_split(&self, m: Point, queue: &mut Vec<Triangle>) -> u64 {
         if self.is_split(m) {
             return 0;
         }
         let n = self.side as i32 - 1;
         let triangles = diamond_of(m, n);
-        let mut count = 1;
+        let mut count = 0;
         for t in triangles.iter().flatten() {
             // A root's right-angle corner is a corner of the grid: no diamond above it.
             if !is_grid_corner(t.c, n) {
@@ -139,9 +248,12 @@ impl SplitGrid<'_> {
             }
         }
         let (word, bit) = self.bit(m);
-        self.split[word] |= bit;
-        for t in triangles.iter().flatten() {
-            queue.extend(t.children(m).into_iter().filter(|c| c.midpoint().is_some()));
+        // Exactly one thread sets the flag, and it queues the children.
+        if self.split[word].fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+            count += 1;
+            for t in triangles.iter().flatten() {
+                queue.extend(t.children(m).into_iter().filter(|c| c.midpoint().is_some()));
+            }
         }
         count
     }
@@ -566,6 +678,26 @@ mod tests {
                     field.height()
                 );
                 assert_eq!(stats.vertices, vertices.len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_triangles_in_the_same_order_on_any_number_of_threads() {
+        for (field, max_error) in [(integer_field(129, 97), 12.0), (float_field(200, 57), 0.7)] {
+            let on = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a thread pool");
+                pool.install(|| select(&field, max_error))
+            };
+            let (one, stats) = on(1);
+            assert!(stats.vertices > 100, "the parts have work: {stats:?}");
+            for threads in [2, 3, 8] {
+                let (many, many_stats) = on(threads);
+                assert_eq!(many, one, "{threads} threads");
+                assert_eq!(many_stats.vertices, stats.vertices);
             }
         }
     }

@@ -419,7 +419,7 @@ impl<'a> Scan<'a> {
         let drawn = |p: Point| {
             f64::from(world(values[index(p.0.min(width - 1), p.1.min(height - 1))]) as f32)
         };
-        let [ha, hb, hc] = [t.a, t.b, t.c].map(drawn);
+        let (ha, hb, hc) = (drawn(t.a), drawn(t.b), drawn(t.c));
         // The plane as `hc + gx (col - c.col) + gz (row - c.row)`.
         let (da, db) = (
             (t.a.0 - t.c.0, t.a.1 - t.c.1),

@@ -64,43 +64,60 @@ pub(super) type VertexTest = (Aabb, f32);
 const RAMP_END: f32 = 2.0;
 
 impl Morpher<'_> {
-    /// The projected bound of `error` over `aabb` grown vertically by `grow` (infinite
-    /// where the box reaches the near plane; the error itself for a world-error view).
+    /// The projected size of a unit vertical error over `aabb` grown vertically by `grow`:
+    /// every bound of [`View::projected_error_bound`] is linear in the error, so a square's
+    /// factor serves all its vertices (infinite where the box reaches the near plane; 1
+    /// for a world-error view).
     #[inline(always)]
-    fn bound(&self, error: f32, aabb: &Aabb, grow: f32) -> f32 {
+    pub fn factor(&self, aabb: &Aabb, grow: f32) -> f32 {
         if self.view.camera().is_none() {
-            return error;
+            return 1.0;
         }
         let reach = glam::Vec3::new(0.0, grow, 0.0);
         let grown = Aabb::new(aabb.min - reach, aabb.max + reach);
         self.view
-            .projected_error_bound(error, &grown, self.view_angle_aware)
+            .projected_error_bound(1.0, &grown, self.view_angle_aware)
     }
 
     /// The drawn height of a vertex with sample height `h` on a coarse edge at height
-    /// `base`, its triangles inside the boxes of `tests`.
-    fn height(&self, h: f32, base: f32, tests: [Option<VertexTest>; 2]) -> f32 {
+    /// `base`, tested by the square whose box is `own` (with its [`Morpher::factor`]) and
+    /// by the square `other` gives, if any (asked only when `own` leaves it open).
+    pub fn height(
+        &self,
+        h: f32,
+        base: f32,
+        own: (VertexTest, f32),
+        other: impl FnOnce() -> Option<VertexTest>,
+    ) -> f32 {
         let r = h - base;
         if self.budget <= 0.0 || r == 0.0 {
             return h;
         }
+        // The bound of `error` through a factor (no error moves nothing, even at the near
+        // plane).
+        let scaled = |error: f32, factor: f32| if error > 0.0 { error * factor } else { 0.0 };
         // The ramp: 0 where Update() enables the vertex (so it appears, and leaves, on
-        // the coarse surface), 1 once its tests reach `RAMP_END` times that.
-        let tested = tests
-            .iter()
-            .flatten()
-            .map(|(aabb, error)| self.bound(*error, aabb, 0.0))
-            .fold(0.0f32, f32::max);
+        // the coarse surface), 1 once its tests reach `RAMP_END` times that; the largest
+        // of the tests decides, so one past the end settles it.
+        let ((own_box, own_error), own_factor) = own;
+        let mut tested = scaled(own_error, own_factor);
+        if tested >= RAMP_END * self.topology {
+            return h;
+        }
+        let other = other();
+        if let Some((aabb, error)) = &other {
+            tested = tested.max(scaled(*error, self.factor(aabb, 0.0)));
+        }
         let ramp = (tested / self.topology - 1.0) / (RAMP_END - 1.0);
         if ramp >= 1.0 || ramp.is_nan() {
             return h;
         }
         // The budget: never farther than `budget` from the sample, on the boxes grown by
         // the offset (the drawn point may leave a box by up to |r|).
-        let size = tests
+        let size = [Some(own_box), other.map(|(aabb, _)| aabb)]
             .iter()
             .flatten()
-            .map(|(aabb, _)| self.bound(r.abs(), aabb, r.abs()))
+            .map(|aabb| scaled(r.abs(), self.factor(aabb, r.abs())))
             .fold(0.0f32, f32::max);
         let least = if size <= self.budget {
             0.0
@@ -143,6 +160,13 @@ impl AdaptiveLod<'_> {
         // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
         let (x0, z0) = (sq.ix * size, sq.iz * size);
         let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
+        // The projected size of a unit error over the box, for every vertex the square
+        // morphs.
+        let factor = if morpher.budget > 0.0 {
+            morpher.factor(&aabb, 0.0)
+        } else {
+            0.0
+        };
         let centre_sample = self.tree.vertex_height(sq.id, CENTRE);
         let centre_h = if sq.level == 0 {
             centre_sample
@@ -151,7 +175,7 @@ impl AdaptiveLod<'_> {
             let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
             let base = 0.5 * (corners[a] + corners[b]);
             let tested = self.tree.records[sq.id as usize].subtree_error();
-            morpher.height(centre_sample, base, [Some((aabb, tested)), None])
+            morpher.height(centre_sample, base, ((aabb, tested), factor), || None)
         };
         self.push_morph(at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
@@ -176,18 +200,23 @@ impl AdaptiveLod<'_> {
             let height = if sample == base || morpher.budget <= 0.0 {
                 sample
             } else {
-                // Update()'s side tests of the vertex, from both its squares.
+                // Update()'s side tests of the vertex, from both its squares (the
+                // neighbour's record, a cache miss, only when this square's test leaves
+                // the height open).
                 let vertex = self.tree.stored_vertex_error(sq, side, Some(around[side]));
                 let fan = self.tree.records[sq.id as usize].fan_error();
-                let neighbour = (around[side] < ABSENT).then(|| {
-                    let n = sq.beside(around[side], side);
-                    let fan = self.tree.records[n.id as usize].fan_error();
-                    (self.tree.aabb(n), side_error(fan, vertex))
-                });
+                let neighbour = || {
+                    (around[side] < ABSENT).then(|| {
+                        let n = sq.beside(around[side], side);
+                        let fan = self.tree.records[n.id as usize].fan_error();
+                        (self.tree.aabb(n), side_error(fan, vertex))
+                    })
+                };
                 morpher.height(
                     sample,
                     base,
-                    [Some((aabb, side_error(fan, vertex))), neighbour],
+                    ((aabb, side_error(fan, vertex)), factor),
+                    neighbour,
                 )
             };
             self.push_morph(vertex, sample, height);

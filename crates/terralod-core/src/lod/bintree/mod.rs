@@ -138,8 +138,9 @@ pub struct BintreeLod<'a> {
     options: LodOptions,
     /// Samples a side of the padded square grid.
     side: u32,
-    /// Empty until a screen view needs it.
+    /// Empty until a screen view needs it; in [`DiamondLayout`] order.
     diamonds: Vec<Diamond>,
+    layout: DiamondLayout,
     vertices: GridVertices,
     indices: Vec<u32>,
     within: WithinBuffers,
@@ -157,6 +158,7 @@ impl<'a> BintreeLod<'a> {
             options,
             side,
             diamonds: Vec::new(),
+            layout: DiamondLayout::new(side as i32 - 1),
             vertices: GridVertices {
                 stride: side,
                 rows: side,
@@ -176,8 +178,8 @@ impl<'a> BintreeLod<'a> {
         roots(self.side as i32 - 1)
     }
 
-    fn slot(&self, p: Point) -> usize {
-        p.1 as usize * self.side as usize + p.0 as usize
+    fn slot(&self, m: Point) -> usize {
+        self.layout.slot(m)
     }
 
     fn world_height(&self, p: Point) -> f64 {
@@ -191,7 +193,7 @@ impl<'a> BintreeLod<'a> {
     /// a bounded batch at a time, so the build needs no memory beyond the records.
     fn build_diamonds(&mut self) {
         let n = self.side as i32 - 1;
-        self.diamonds = vec![Diamond::EMPTY; self.side as usize * self.side as usize];
+        self.diamonds = vec![Diamond::EMPTY; self.layout.len()];
         let levels = 2 * n.trailing_zeros();
         let mut batch: Vec<Point> = Vec::with_capacity(BATCH);
         let mut measured: Vec<Diamond> = Vec::with_capacity(BATCH);
@@ -356,6 +358,60 @@ impl<'a> BintreeLod<'a> {
         }
         self.stats.nodes_drawn += 1;
         emit(&mut self.indices, self.side, &t);
+    }
+}
+
+/// Where each diamond's record lies: depth by depth from the roots, each depth's centres
+/// row by row. A selection visits the coarse depths everywhere and the fine ones only
+/// near the camera, so the records it reads stay in a few cache lines and pages on any
+/// size of terrain (row-major over the whole grid, the coarse records lay a page apart:
+/// a 16385² terrain selected 2.7 × slower than a 1025² one drawing the same nodes).
+#[derive(Clone, Debug)]
+struct DiamondLayout {
+    /// Cells a side, a power of two.
+    n: i32,
+    /// The first slot of each depth, and the total after the last.
+    offsets: Vec<usize>,
+}
+
+impl DiamondLayout {
+    fn new(n: i32) -> DiamondLayout {
+        let levels = 2 * n.trailing_zeros();
+        let mut offsets = vec![0];
+        for depth in 0..levels {
+            let s = n >> (depth / 2 + 1);
+            let count = if depth % 2 == 0 {
+                // Centres at odd multiples of `s` in both coordinates.
+                (n / (2 * s)) as usize * (n / (2 * s)) as usize
+            } else {
+                // Odd sums of multiples of `s`: half of an odd square, rounded down.
+                let w = (n / s + 1) as usize;
+                w * w / 2
+            };
+            offsets.push(offsets[depth as usize] + count);
+        }
+        DiamondLayout { n, offsets }
+    }
+
+    fn len(&self) -> usize {
+        *self.offsets.last().expect("one offset at least")
+    }
+
+    /// The slot of the diamond centred on `m` (any grid vertex but a corner): its depth
+    /// from its coordinates as in [`half_diagonal`], then its place in the depth's rows.
+    #[inline]
+    fn slot(&self, m: Point) -> usize {
+        debug_assert!(m.0 | m.1 != 0 && m.0 <= self.n && m.1 <= self.n);
+        let shift = (m.0 | m.1).trailing_zeros();
+        let (i, j) = ((m.0 >> shift) as usize, (m.1 >> shift) as usize);
+        let levels_below = (self.n.trailing_zeros() - shift - 1) as usize;
+        if i & j & 1 == 1 {
+            let width = (self.n >> (shift + 1)) as usize;
+            self.offsets[2 * levels_below] + (j >> 1) * width + (i >> 1)
+        } else {
+            let width = (self.n >> shift) as usize + 1;
+            self.offsets[2 * levels_below + 1] + (j * width + i) / 2
+        }
     }
 }
 
@@ -619,27 +675,33 @@ mod tests {
 
     #[test]
     fn every_vertex_but_the_corners_is_one_diamond_centre() {
-        let field = bumpy(17);
-        let lod = BintreeLod::new(&field, LodOptions::default());
-        let mut centres = std::collections::HashSet::new();
-        let levels = 2 * (lod.side - 1).trailing_zeros();
-        for depth in 0..levels {
-            let mut triangles = Vec::new();
-            for root in lod.roots() {
-                collect_at_depth(root, depth, &mut triangles);
-            }
-            for t in triangles {
-                if let Some(m) = t.midpoint() {
-                    centres.insert(m);
+        for side in [3, 17, 65] {
+            let field = bumpy(side);
+            let lod = BintreeLod::new(&field, LodOptions::default());
+            let mut slots = std::collections::HashSet::new();
+            let levels = 2 * (lod.side - 1).trailing_zeros();
+            for depth in 0..levels {
+                let mut triangles = Vec::new();
+                for root in lod.roots() {
+                    collect_at_depth(root, depth, &mut triangles);
+                }
+                let layout = &lod.layout;
+                let range = layout.offsets[depth as usize]..layout.offsets[depth as usize + 1];
+                for t in triangles {
+                    if let Some(m) = t.midpoint() {
+                        // Each centre in its depth's slots, once (a diamond's two
+                        // triangles share it).
+                        assert!(range.contains(&lod.slot(m)), "{m:?} at depth {depth}");
+                        slots.insert(lod.slot(m));
+                    }
                 }
             }
-        }
-        assert_eq!(centres.len(), 17 * 17 - 4);
-        // Every diamond got a range (its own triangles at least).
-        for (i, d) in lod.diamonds.iter().enumerate() {
-            let p = GridPos::new(i as u32 % 17, i as u32 / 17);
-            let corner = (p.col == 0 || p.col == 16) && (p.row == 0 || p.row == 16);
-            assert_eq!(d.low <= d.high, !corner, "{p:?}");
+            // A slot for every vertex but the corners, and no other.
+            assert_eq!(slots.len(), (side * side - 4) as usize);
+            assert_eq!(lod.layout.len(), slots.len());
+            assert!(slots.iter().all(|&s| s < slots.len()));
+            // Every diamond got a range (its own triangles at least).
+            assert!(lod.diamonds.iter().all(|d| d.low <= d.high));
         }
     }
 

@@ -648,7 +648,6 @@ impl LodAlgorithm for BintreeLod<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heightfield::GridPos;
 
     /// Appends the triangles at `depth` below `t`.
     fn collect_at_depth(t: Triangle, depth: u32, out: &mut Vec<Triangle>) {

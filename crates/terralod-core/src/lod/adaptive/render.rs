@@ -69,7 +69,7 @@ impl Morpher<'_> {
     /// factor serves all its vertices (infinite where the box reaches the near plane; 1
     /// for a world-error view).
     #[inline(always)]
-    pub fn factor(&self, aabb: &Aabb, grow: f32) -> f32 {
+    fn factor(&self, aabb: &Aabb, grow: f32) -> f32 {
         if self.view.camera().is_none() {
             return 1.0;
         }
@@ -82,7 +82,7 @@ impl Morpher<'_> {
     /// The drawn height of a vertex with sample height `h` on a coarse edge at height
     /// `base`, tested by the square whose box is `own` (with its [`Morpher::factor`]) and
     /// by the square `other` gives, if any (asked only when `own` leaves it open).
-    pub fn height(
+    fn height(
         &self,
         h: f32,
         base: f32,

@@ -214,7 +214,7 @@ impl<'a> BintreeLod<'a> {
             let mut flush = |lod: &mut Self, batch: &mut Vec<Point>| {
                 batch
                     .par_iter()
-                    .map(|&m| lod.measure_diamond(m, s, diagonal, &shapes))
+                    .map(|&m| lod.measure_diamond(m, &shapes))
                     .collect_into_vec(&mut measured);
                 for (&m, &d) in batch.iter().zip(&measured) {
                     let slot = lod.slot(m);
@@ -241,19 +241,14 @@ impl<'a> BintreeLod<'a> {
         }
     }
 
-    /// The record of the diamond centred on `m` at a depth with half-extent `s`: its one or
-    /// two triangles measured, merged with its children's records.
-    fn measure_diamond(&self, m: Point, s: i32, diagonal: bool, shapes: &[SampleShape]) -> Diamond {
-        let n = self.side as i32 - 1;
-        let d = half_diagonal(m, s, diagonal);
+    /// The record of the diamond centred on `m`: its one or two triangles (one on the
+    /// grid's edge) measured, merged with its children's records.
+    fn measure_diamond(&self, m: Point, shapes: &[SampleShape]) -> Diamond {
         let mut record = Diamond::EMPTY;
-        for t in diamond_triangles(m, d) {
-            if !(0..=n).contains(&t.c.0) || !(0..=n).contains(&t.c.1) {
-                continue; // a diamond on the grid's edge has one triangle
-            }
-            record.merge(match shapes.iter().find(|shape| shape.fits(&t)) {
-                Some(shape) => self.measure_with(&t, shape),
-                None => self.measure(&t),
+        for t in diamond_of(m, self.side as i32 - 1).iter().flatten() {
+            record.merge(match shapes.iter().find(|shape| shape.fits(t)) {
+                Some(shape) => self.measure_with(t, shape),
+                None => self.measure(t),
             });
             for child in t.children(m) {
                 if let Some(cm) = child.midpoint() {
@@ -398,14 +393,14 @@ impl DiamondLayout {
     }
 
     /// The slot of the diamond centred on `m` (any grid vertex but a corner): its depth
-    /// from its coordinates as in [`half_diagonal`], then its place in the depth's rows.
+    /// ([`diamond_level`]), then its place in the depth's rows.
     #[inline]
     fn slot(&self, m: Point) -> usize {
-        debug_assert!(m.0 | m.1 != 0 && m.0 <= self.n && m.1 <= self.n);
-        let shift = (m.0 | m.1).trailing_zeros();
+        debug_assert!(m.0 <= self.n && m.1 <= self.n);
+        let (shift, diagonal) = diamond_level(m);
         let (i, j) = ((m.0 >> shift) as usize, (m.1 >> shift) as usize);
         let levels_below = (self.n.trailing_zeros() - shift - 1) as usize;
-        if i & j & 1 == 1 {
+        if diagonal {
             let width = (self.n >> (shift + 1)) as usize;
             self.offsets[2 * levels_below] + (j >> 1) * width + (i >> 1)
         } else {
@@ -575,6 +570,24 @@ fn half_diagonal(m: Point, s: i32, diagonal: bool) -> Point {
         (false, true) => (s, 0),
         (false, false) => (0, s),
     }
+}
+
+/// The depth of the diamond centred on `m` (any grid vertex but a corner), from `m` alone:
+/// `log2` of its half-extent `s`, and whether its hypotenuse is on a diagonal. Centres on a
+/// diagonal level are odd multiples of `s` in both coordinates, those on an axis level in
+/// exactly one.
+#[inline]
+fn diamond_level(m: Point) -> (u32, bool) {
+    debug_assert!(m.0 >= 0 && m.1 >= 0 && m.0 | m.1 != 0);
+    let shift = (m.0 | m.1).trailing_zeros();
+    (shift, (m.0 >> shift) & (m.1 >> shift) & 1 == 1)
+}
+
+/// The triangles (one or two, inside a grid of `n` cells) of the diamond centred on `m`.
+fn diamond_of(m: Point, n: i32) -> [Option<Triangle>; 2] {
+    let (shift, diagonal) = diamond_level(m);
+    let inside = |t: &Triangle| (0..=n).contains(&t.c.0) && (0..=n).contains(&t.c.1);
+    diamond_triangles(m, half_diagonal(m, 1 << shift, diagonal)).map(|t| inside(&t).then_some(t))
 }
 
 /// The half-diagonals a depth's diamonds can have.

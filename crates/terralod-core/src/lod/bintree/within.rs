@@ -34,7 +34,7 @@
 //! `f32`, [`super::super::sample_height`]); the samples are compared in `f64`, as the
 //! error oracle compares them.
 
-use super::{Triangle, diamond_triangles, emit, half_diagonal, roots};
+use super::{SMALL_HALF_EXTENT, SampleShape, Triangle, diamond_of, emit, roots};
 use crate::heightfield::{Heightfield, Samples};
 use crate::raster::Point;
 use rayon::prelude::*;
@@ -263,22 +263,6 @@ fn is_grid_corner(p: Point, n: i32) -> bool {
     (p.0 == 0 || p.0 == n) && (p.1 == 0 || p.1 == n)
 }
 
-/// The triangles (one or two, inside a grid of `n` cells) of the diamond centred on `m`:
-/// its depth follows from `m` alone. Centres on a diagonal level are odd multiples of the
-/// half-extent `s` in both coordinates, those on an axis level in exactly one.
-fn diamond_of(m: Point, n: i32) -> [Option<Triangle>; 2] {
-    let shift = (m.0 | m.1).trailing_zeros();
-    let diagonal = (m.0 >> shift) & (m.1 >> shift) & 1 == 1;
-    let s = 1 << shift;
-    let inside = |t: &Triangle| (0..=n).contains(&t.c.0) && (0..=n).contains(&t.c.1);
-    diamond_triangles(m, half_diagonal(m, s, diagonal)).map(|t| inside(&t).then_some(t))
-}
-
-/// Triangles with a hypotenuse half-extent up to this are tested through a list of their
-/// samples ([`Shapes`]) instead of row spans: most tests are of small triangles, whose
-/// rows hold a few samples each.
-const SMALL_HALF_EXTENT: i32 = 4;
-
 /// Per small triangle shape, the offsets from its right-angle corner `c` of the samples it
 /// covers, likeliest misses first ([`probes`]). The corners are left out: a vertex is drawn
 /// at its own sample, which any mesh does (the row scan of larger triangles keeps them,
@@ -335,18 +319,15 @@ impl Shapes {
     }
 }
 
-/// The samples of `t` (with `c` at the origin) but its corners: the hypotenuse's midpoint
-/// first (martini's test), then the midpoints of the legs and of `c–m` (the next levels'
-/// tests), then the rest row by row.
+/// The samples of `t` (with `c` at the origin) but its corners, as [`SampleShape`] lists
+/// them: the hypotenuse's midpoint first (martini's test), then the midpoints of the legs
+/// and of `c–m` (the next levels' tests), then the rest row by row.
 fn shape_offsets(t: &Triangle) -> Vec<Point> {
-    let (lo, hi) = t.bounds();
-    let edges = UnitEdges::new(t);
-    let mut inside = Vec::new();
-    for row in lo.1..=hi.1 {
-        if let Some((first, last)) = edges.span(row, lo.0, hi.0) {
-            inside.extend((first..=last).map(|col| (col, row)));
-        }
-    }
+    let inside: Vec<Point> = SampleShape::new(t)
+        .samples
+        .iter()
+        .map(|&(dx, dz, _)| (t.a.0 + dx, t.a.1 + dz))
+        .collect();
     let mut offsets: Vec<Point> = probes(t).into_iter().flatten().collect();
     debug_assert!(offsets.iter().all(|p| inside.contains(p)));
     for p in inside {

@@ -24,7 +24,8 @@
 //! in cache, and below the coarsest levels in parallel parts (the mesh and its triangle
 //! order do not depend on the number of threads). The cost is close to one pass over the samples, where the table of the
 //! view-dependent mode measures every triangle of every level whole (docs/BENCHMARKS.md:
-//! 2.3 ms for Boulder's 513² at M = 50, against 35 ms for the table).
+//! 2.3 ms for Boulder's 513² at M = 50 on one thread, 1.2–1.9 ms on two, against 35 ms
+//! for the table).
 //!
 //! Unlike that table, the test is not made monotone towards the root: a triangle within `M`
 //! stays whole even where a finer triangle under it would miss, since that finer triangle

@@ -41,19 +41,30 @@ impl CameraArgs {
         let (Some(eye), Some(target)) = (self.eye, self.target) else {
             bail!("--eye and --target are both required for a view-dependent selection");
         };
+        self.camera_at(field, eye, target)
+            .context("--eye/--target/--fov-y/--size/--near/--far")
+    }
+
+    /// A camera at `eye` looking at `target` (a pose of a camera path) with the lens,
+    /// viewport and planes of these flags.
+    pub fn camera_at(
+        &self,
+        field: &Heightfield,
+        eye: Vec3,
+        target: Vec3,
+    ) -> anyhow::Result<Camera> {
         let far = match self.far {
             Some(far) => far,
             None => default_far(field, eye, self.near),
         };
-        Camera::new(
+        Ok(Camera::new(
             eye,
             target,
             self.fov_y.to_radians(),
             self.size,
             self.near,
             far,
-        )
-        .context("--eye/--target/--fov-y/--size/--near/--far")
+        )?)
     }
 }
 

@@ -2,6 +2,7 @@
 //! One module per subcommand under `commands/`; the interactive viewer under `viewer/`.
 
 mod camera_args;
+mod camera_path;
 mod commands;
 mod detail_args;
 mod lod_args;

@@ -690,3 +690,133 @@ fn bad_detail_flags_get_one_clear_line() {
     let message = String::from_utf8_lossy(&missing.stderr);
     assert!(message.contains("/no/such/file.png"), "{message}");
 }
+
+/// `mesh --path`: a scripted camera walk with the algorithm's state carried across frames.
+/// Every frame's export (`{frame}` in `--out`) passes the crack checker and the error
+/// oracle for its own camera, and adaptive's last frame, reached incrementally, is the
+/// mesh a single selection for that camera exports, byte for byte. Misuse is refused.
+#[test]
+fn a_camera_walk_exports_every_frame_within_the_bound() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let poses: Vec<(Vec3, Vec3)> = (0..8)
+        .map(|i| {
+            let step = i as f32;
+            (
+                Vec3::new(
+                    -60.0 + 30.0 * step,
+                    220.0 - 10.0 * step,
+                    400.0 - 15.0 * step,
+                ),
+                Vec3::new(240.0 + 5.0 * step, 40.0, 150.0 + 8.0 * step),
+            )
+        })
+        .collect();
+    let walk = dir.path().join("walk.json");
+    let json: Vec<_> = poses
+        .iter()
+        .map(
+            |(eye, target)| serde_json::json!({"eye": eye.to_array(), "target": target.to_array()}),
+        )
+        .collect();
+    std::fs::write(&walk, serde_json::to_string(&json).unwrap()).unwrap();
+    let walk_arg = walk.display().to_string();
+    let pattern = dir.path().join("frame-{frame}.obj").display().to_string();
+    let common = [
+        file.as_str(),
+        "--raw-size",
+        "49x37",
+        "--cell-size",
+        "10",
+        "--algo",
+        "adaptive",
+        "--pixel-error",
+        "1",
+        "--size",
+        "640x360",
+        "--far",
+        "10000",
+    ];
+    let mut args = common.to_vec();
+    args.extend_from_slice(&["--path", &walk_arg, "--out", &pattern]);
+    let summary = mesh_json(&args);
+    assert_eq!(summary["path"]["frames"], 8);
+    assert_eq!(summary["path"]["files_written"], 8);
+    let mut triangle_counts = std::collections::BTreeSet::new();
+    for (frame, (eye, target)) in poses.iter().enumerate() {
+        let mesh = read_obj(&dir.path().join(format!("frame-{frame}.obj")));
+        triangle_counts.insert(mesh.triangles.len());
+        check_mesh(&mesh, None).assert_ok();
+        let camera = Camera::new(*eye, *target, 60f32.to_radians(), (640, 360), 1.0, 1.0e4)
+            .expect("valid camera");
+        let errors = measure_error(&field, &mesh, Some(&camera)).expect("valid camera");
+        let projected = errors.projected.expect("camera given");
+        assert!(projected.in_view > 0, "frame {frame}");
+        assert!(projected.max <= 1.0 + 1e-3, "frame {frame}: {errors}");
+    }
+    assert!(
+        triangle_counts.len() > 2,
+        "the walk changes the mesh: {triangle_counts:?}"
+    );
+    // The last frame alone, from scratch.
+    let (eye, target) = poses[7];
+    let single = dir.path().join("single.obj").display().to_string();
+    let (eye, target) = (
+        format!("{},{},{}", eye.x, eye.y, eye.z),
+        format!("{},{},{}", target.x, target.y, target.z),
+    );
+    let mut args = common.to_vec();
+    args.extend_from_slice(&["--eye", &eye, "--target", &target, "--out", &single]);
+    let alone = mesh_json(&args);
+    assert_eq!(alone["triangles"], summary["triangles"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("frame-7.obj")).unwrap(),
+        std::fs::read(&single).unwrap(),
+        "the walk's last frame differs from a selection from scratch"
+    );
+    // Only the last frame without `{frame}`.
+    let last = dir.path().join("last.obj").display().to_string();
+    let mut args = common.to_vec();
+    args.extend_from_slice(&["--path", &walk_arg, "--out", &last]);
+    assert_eq!(mesh_json(&args)["path"]["files_written"], 0);
+    assert_eq!(
+        std::fs::read(&last).unwrap(),
+        std::fs::read(&single).unwrap()
+    );
+    // Misuse: `{frame}` without a walk, a walk with a camera or a max error, a broken file.
+    let never = dir.path().join("never-{frame}.obj").display().to_string();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "[{\"eye\": [1, 2, 3]}]").unwrap();
+    let bad_arg = bad.display().to_string();
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["--eye", "1,2,3", "--target", "4,5,6", "--out", &never],
+            1,
+            "--path walk",
+        ),
+        (
+            &["--path", &walk_arg, "--eye", "1,2,3"],
+            2,
+            "cannot be used with",
+        ),
+        (
+            &["--path", &walk_arg, "--max-error", "1"],
+            2,
+            "cannot be used with",
+        ),
+        (&["--path", &bad_arg], 1, "not a camera path"),
+    ];
+    for (extra, code, needle) in cases {
+        let mut args = vec!["mesh"];
+        args.extend_from_slice(&common);
+        args.extend_from_slice(extra);
+        let output = terralod(&args);
+        let message = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(code), "{extra:?}: {message}");
+        assert!(
+            message.contains(needle),
+            "'{needle}' missing from: {message}"
+        );
+    }
+    assert!(!dir.path().join("never-0.obj").exists());
+}

@@ -346,3 +346,64 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--detail-levels applies to"), "{stderr}");
 }
+
+/// `mesh DIR --algo streamed --path`: a walk streams its tiles as it goes; every frame is
+/// written, and the last one, settled, is the mesh a single view of that pose exports.
+#[test]
+fn a_streamed_walk_writes_every_frame_and_settles_on_the_last() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let tiles = tiles.to_str().expect("UTF-8");
+    let walk = dir.path().join("walk.json");
+    let poses: Vec<_> = (0..5)
+        .map(|i| {
+            let s = i as f32 * 40.0;
+            serde_json::json!({"eye": [-40.0 + s, 160.0, -40.0 + 0.5 * s], "target": [250.0, 0.0, 200.0]})
+        })
+        .collect();
+    std::fs::write(&walk, serde_json::to_string(&poses).unwrap()).unwrap();
+    let pattern = dir.path().join("f{frame}.obj");
+    let single = dir.path().join("single.obj");
+    let (walk, pattern, single) = (
+        walk.to_str().expect("UTF-8"),
+        pattern.to_str().expect("UTF-8"),
+        single.to_str().expect("UTF-8"),
+    );
+    let streamed = [
+        "mesh",
+        tiles,
+        "--algo",
+        "streamed",
+        "--pixel-error",
+        "1",
+        "--fov-y",
+        "60",
+        "--size",
+        "320x240",
+        "--cache-mb",
+        "1",
+    ];
+    let args = [&streamed[..], &["--path", walk, "--out", pattern]].concat();
+    let summary = last_json(&ok(&args).0);
+    assert_eq!(summary["path"]["files_written"], 5, "{summary}");
+    for frame in 0..5 {
+        let text = std::fs::read_to_string(dir.path().join(format!("f{frame}.obj")))
+            .expect("every frame written");
+        assert!(text.lines().any(|l| l.starts_with("f ")), "frame {frame}");
+    }
+    let last_pose = [
+        "--eye",
+        "120,160,40",
+        "--target",
+        "250,0,200",
+        "--out",
+        single,
+    ];
+    let args = [&streamed[..], &last_pose].concat();
+    let alone = last_json(&ok(&args).0);
+    assert_eq!(alone["triangles"], summary["triangles"]);
+    assert!(
+        std::fs::read(dir.path().join("f4.obj")).unwrap() == std::fs::read(single).unwrap(),
+        "the walk's settled last frame differs from the single view"
+    );
+}

@@ -2,6 +2,7 @@
 //! export it exactly as it would be drawn (feature H7).
 
 use crate::camera_args::CameraArgs;
+use crate::camera_path::{Pose, read_path};
 use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
@@ -11,10 +12,10 @@ use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, SelectionStats, Tolerance};
+use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, SelectionStats, Tolerance, View};
 use terralod_core::simplify::simplify;
 use terralod_core::tiles::TileSource;
-use terralod_core::{GridMesh, Heightfield, Pyramid, WorldMapping, io};
+use terralod_core::{Camera, GridMesh, Heightfield, Pyramid, WorldMapping, io};
 
 #[derive(Debug, Args)]
 pub struct MeshArgs {
@@ -25,8 +26,16 @@ pub struct MeshArgs {
     #[command(flatten)]
     pub camera: CameraArgs,
     /// Write the mesh in world coordinates: .obj (text) or .ply (binary little-endian).
+    /// With --path, a name holding `{frame}` gets every frame's mesh (`{frame}` replaced by
+    /// the frame's number, zero-padded); otherwise the last frame's.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// A scripted camera walk, JSON as `bench --path` reads it (`[{"eye": [x, y, z],
+    /// "target": [x, y, z]}, ...]`): one selection per pose in order, the algorithm's state
+    /// carried from frame to frame as a running application draws them. --fov-y, --size,
+    /// --near and --far apply to every pose; the summary is the last frame's.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["eye", "target", "max_error"])]
+    pub path: Option<PathBuf>,
     /// With --max-error: remove vertices from the selected mesh while every sample stays
     /// within the max error (an export pass, slower than the selection; fewer vertices).
     #[arg(long, requires = "max_error")]
@@ -65,6 +74,32 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     if args.lod.max_error.is_some() && args.camera.any_given() {
         bail!("--max-error is view-independent: it takes no camera flags");
     }
+    let walk = args
+        .path
+        .as_deref()
+        .map(|path| read_path(path).map(|poses| (path, poses)))
+        .transpose()?;
+    let frames = match (&args.out, format) {
+        (Some(out), Some(format)) if names_frames(out) => {
+            let Some((_, poses)) = &walk else {
+                bail!(
+                    "{}: `{{frame}}` in --out names one file per frame of a --path walk",
+                    out.display()
+                );
+            };
+            Some(FrameFiles {
+                pattern: out,
+                format,
+                frames: poses.len(),
+            })
+        }
+        _ => None,
+    };
+    let walk = walk.as_ref().map(|(path, poses)| Walk {
+        path,
+        poses,
+        frames: frames.as_ref(),
+    });
     let streamed = streams(args.terrain.file.as_deref(), entry.name);
     args.stream.refuse_detail_unless(streamed.is_some())?;
     let detail = args
@@ -73,8 +108,8 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         .detail
         .load(entry.name, args.terrain.max_samples)?;
     let selected = match streamed {
-        Some(dir) => select_streamed(args, dir)?,
-        None => select_loaded(args, entry, detail.as_ref())?,
+        Some(dir) => select_streamed(args, dir, walk.as_ref())?,
+        None => select_loaded(args, entry, detail.as_ref(), walk.as_ref())?,
     };
     let Selected {
         mesh,
@@ -85,9 +120,12 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         cull,
         extra,
     } = selected;
-    if let (Some(path), Some(format)) = (&args.out, format) {
-        write_mesh(path, format, &mesh, &mapping)
-            .with_context(|| format!("writing {}", path.display()))?;
+    match (&args.out, format) {
+        // Written frame by frame.
+        _ if frames.is_some() => {}
+        (Some(path), Some(format)) => write_mesh(path, format, &mesh, &mapping)
+            .with_context(|| format!("writing {}", path.display()))?,
+        _ => {}
     }
     let headline = format!(
         "{}: {} vertices, {} triangles, {} nodes visited, {:.3} ms{}",
@@ -113,8 +151,15 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "view_angle_aware": args.lod.algorithm.view_angle_aware,
         "state_bytes": state_bytes,
     });
-    if let Some((key, value)) = extra {
+    for (key, value) in extra {
         summary[key] = value;
+    }
+    if let Some(walk) = &walk {
+        summary["path"] = serde_json::json!({
+            "file": walk.path.display().to_string(),
+            "frames": walk.poses.len(),
+            "files_written": walk.frames.map_or(0, |f| f.frames),
+        });
     }
     // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
     let mut out = std::io::stdout().lock();
@@ -131,8 +176,86 @@ struct Selected {
     mapping: WorldMapping,
     tolerance: Tolerance,
     cull: bool,
-    /// One more entry of the summary (`simplify` or `streamed`).
-    extra: Option<(&'static str, serde_json::Value)>,
+    /// More entries of the summary (`detail`, `simplify`, `streamed`).
+    extra: Vec<(&'static str, serde_json::Value)>,
+}
+
+/// A scripted camera walk (`--path`).
+struct Walk<'a> {
+    path: &'a Path,
+    poses: &'a [Pose],
+    /// Where every frame's mesh goes, if `--out` asks for each.
+    frames: Option<&'a FrameFiles<'a>>,
+}
+
+impl Walk<'_> {
+    /// The view of every pose, cameras made by `camera_at` (an error names the pose).
+    fn views(
+        &self,
+        args: &MeshArgs,
+        camera_at: impl Fn(&Pose) -> anyhow::Result<Camera>,
+    ) -> anyhow::Result<Vec<View>> {
+        self.poses
+            .iter()
+            .enumerate()
+            .map(|(i, pose)| {
+                args.lod.view(|| camera_at(pose), None).with_context(|| {
+                    format!(
+                        "{}: pose {i} (eye {:?}, target {:?})",
+                        self.path.display(),
+                        pose.eye,
+                        pose.target
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Whether every frame's mesh is written.
+    fn writes_frames(&self) -> bool {
+        self.frames.is_some()
+    }
+
+    /// Writes frame `frame`'s mesh when every frame is asked for.
+    fn frame_done(
+        &self,
+        frame: usize,
+        mesh: &GridMesh,
+        mapping: &WorldMapping,
+    ) -> anyhow::Result<()> {
+        let Some(files) = self.frames else {
+            return Ok(());
+        };
+        let path = files.path(frame);
+        write_mesh(&path, files.format, mesh, mapping)
+            .with_context(|| format!("writing {} (frame {frame})", path.display()))
+    }
+}
+
+/// One mesh file per frame of a walk: `{frame}` in `pattern` becomes the frame's number.
+struct FrameFiles<'a> {
+    pattern: &'a Path,
+    format: MeshFormat,
+    frames: usize,
+}
+
+impl FrameFiles<'_> {
+    fn path(&self, frame: usize) -> PathBuf {
+        let width = (self.frames.max(1) - 1).to_string().len();
+        let name = self.pattern.to_string_lossy();
+        PathBuf::from(name.replace("{frame}", &format!("{frame:0width$}")))
+    }
+}
+
+/// Whether an output path asks for one file per frame.
+fn names_frames(path: &Path) -> bool {
+    path.to_str().is_some_and(|p| p.contains("{frame}"))
+}
+
+/// The camera of a pose, lens and planes from the flags.
+fn pose_camera(args: &MeshArgs, field: &Heightfield, pose: &Pose) -> anyhow::Result<Camera> {
+    args.camera
+        .camera_at(field, pose.eye.into(), pose.target.into())
 }
 
 /// Loads the terrain whole and selects (then simplifies, with --simplify), with the local
@@ -141,6 +264,7 @@ fn select_loaded(
     args: &MeshArgs,
     entry: &AlgorithmEntry,
     detail_field: Option<&Heightfield>,
+    walk: Option<&Walk<'_>>,
 ) -> anyhow::Result<Selected> {
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
@@ -150,36 +274,56 @@ fn select_loaded(
     if detail.is_some() && args.simplify {
         bail!("--simplify checks the terrain's own samples: it does not apply with --detail");
     }
-    let view = args.lod.view(|| args.camera.camera(field), None)?;
+    let views = match walk {
+        Some(walk) => walk.views(args, |pose| pose_camera(args, field, pose))?,
+        None => vec![args.lod.view(|| args.camera.camera(field), None)?],
+    };
     let pyramid = Pyramid::build(field);
     let mut algorithm =
         build_algorithm(entry, field, &pyramid, &args.lod.options(), detail.as_ref())?;
-    // The first frame grows the buffers; the second is the steady-state cost we report.
-    algorithm.select(&view);
-    let selection = algorithm.select(&view);
-    let mut mesh = selection.to_mesh(field);
-    let stats = *algorithm.stats();
-    let mut extra = detail.as_ref().map(|d| {
-        (
-            "detail",
-            serde_json::json!({
-                "cell_size": d.cell_size(),
-                "subdivision": 1u32 << d.shift(),
-                "footprint": d.footprint(),
-            }),
-        )
-    });
     // Vertices on the grid subdivided for the detail (world x, z from its cell size).
     let mapping = WorldMapping {
         cell_size: detail.map_or(field.mapping().cell_size, |d| d.cell_size()),
         ..field.mapping()
     };
+    if walk.is_none() {
+        // The first frame grows the buffers; the second is the steady-state cost we report.
+        algorithm.select(&views[0]);
+    }
+    let last = views.len() - 1;
+    let mut mesh = GridMesh::default();
+    for (frame, view) in views.iter().enumerate() {
+        let selection = algorithm.select(view);
+        if frame == last || walk.is_some_and(Walk::writes_frames) {
+            let drawn = selection.to_mesh(field);
+            if let Some(walk) = walk {
+                walk.frame_done(frame, &drawn, &mapping)?;
+            }
+            mesh = drawn;
+        }
+    }
+    let view = &views[last];
+    let stats = *algorithm.stats();
+    let mut extra: Vec<_> = detail
+        .as_ref()
+        .map(|d| {
+            (
+                "detail",
+                serde_json::json!({
+                    "cell_size": d.cell_size(),
+                    "subdivision": 1u32 << d.shift(),
+                    "footprint": d.footprint(),
+                }),
+            )
+        })
+        .into_iter()
+        .collect();
     if let Some(max_error) = args.lod.max_error.filter(|_| args.simplify) {
         let start = Instant::now();
         let (simplified, simplify_stats) = simplify(field, &mesh, f64::from(max_error))
             .context("simplifying the selected mesh")?;
         mesh = simplified;
-        extra = Some((
+        extra.push((
             "simplify",
             serde_json::json!({
                 "vertices_before": simplify_stats.vertices_before,
@@ -202,7 +346,11 @@ fn select_loaded(
 /// Streams an imported directory through the tile cache (`--algo streamed`): selects until
 /// every tile the view asks for is resident (or failed, reported), then exports the mesh
 /// drawn from the pool, with no heightfield of the whole terrain in memory.
-fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
+fn select_streamed(
+    args: &MeshArgs,
+    dir: &Path,
+    walk: Option<&Walk<'_>>,
+) -> anyhow::Result<Selected> {
     if args.simplify {
         bail!(
             "{}: --simplify needs the whole terrain in memory; it does not apply to a \
@@ -211,13 +359,34 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
         );
     }
     let terrain = StreamedTerrain::open(dir, &args.terrain)?;
-    let view = args.lod.view(|| args.camera.camera(&terrain.plan), None)?;
+    let views = match walk {
+        Some(walk) => walk.views(args, |pose| pose_camera(args, &terrain.plan, pose))?,
+        None => vec![args.lod.view(|| args.camera.camera(&terrain.plan), None)?],
+    };
     let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
-    let selections = settle(&mut algorithm, &view, SETTLE_LIMIT)?;
-    let selection = algorithm.select(&view);
+    // The drawn grid's: finer than the stored one with detail levels.
+    let mapping = algorithm.0.source().header().mapping;
+    let (last, before) = views.split_last().expect("at least one view");
+    // A walk's frames draw what is resident when they come (tiles load meanwhile); the
+    // last one waits until its tiles are in, as a single view does.
+    for (frame, view) in before.iter().enumerate() {
+        let selection = algorithm.select(view);
+        if let Some(walk) = walk.filter(|w| w.writes_frames()) {
+            let drawn = selection
+                .to_mesh_from_pool()
+                .context("the streamed selection draws from its pool")?;
+            walk.frame_done(frame, &drawn, &mapping)?;
+        }
+    }
+    let view = last;
+    let selections = settle(&mut algorithm, view, SETTLE_LIMIT)?;
+    let selection = algorithm.select(view);
     let mesh = selection
         .to_mesh_from_pool()
         .context("the streamed selection draws from its pool")?;
+    if let Some(walk) = walk {
+        walk.frame_done(before.len(), &mesh, &mapping)?;
+    }
     let stream = *algorithm.0.stream_stats();
     let tiles = algorithm.0.source();
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
@@ -225,11 +394,10 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
         mesh,
         stats: *algorithm.stats(),
         state_bytes: algorithm.state_bytes(),
-        // The drawn grid's: finer than the stored one with detail levels.
-        mapping: tiles.header().mapping,
+        mapping,
         tolerance: view.tolerance(),
         cull: view.cull(),
-        extra: Some((
+        extra: vec![(
             "streamed",
             serde_json::json!({
                 "selections_to_settle": selections + 1,
@@ -242,7 +410,7 @@ fn select_streamed(args: &MeshArgs, dir: &Path) -> anyhow::Result<Selected> {
                 "detail_tiles": detail.tiles,
                 "detail_bytes": detail.bytes,
             }),
-        )),
+        )],
     })
 }
 

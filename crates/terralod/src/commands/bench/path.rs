@@ -1,27 +1,10 @@
 //! The camera path the scenario benchmark flies: a deterministic default over any terrain
 //! (low flight, climb, orbit, turning in place), or poses read from a JSON file.
 
-use anyhow::{Context, bail};
+pub use crate::camera_path::{Pose, read_path};
 use glam::Vec3;
-use std::path::Path;
 use terralod_core::Heightfield;
 use terralod_core::query::height_at;
-
-/// One frame's eye and target, world coordinates.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Pose {
-    pub eye: [f32; 3],
-    pub target: [f32; 3],
-}
-
-impl Pose {
-    fn new(eye: Vec3, target: Vec3) -> Pose {
-        Pose {
-            eye: eye.to_array(),
-            target: target.to_array(),
-        }
-    }
-}
 
 /// Which part of the default path a frame belongs to.
 pub fn phase(frame: usize, frames: usize) -> &'static str {
@@ -135,31 +118,6 @@ pub fn constant_speed_flight(
         angle += step * turn_rate(angle);
     }
     poses
-}
-
-/// Poses from a JSON file: an array of `{"eye": [x, y, z], "target": [x, y, z]}`.
-pub fn read_path(path: &Path) -> anyhow::Result<Vec<Pose>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read the camera path", path.display()))?;
-    let poses: Vec<Pose> = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: not a camera path (expected [{{\"eye\": [x, y, z], \"target\": [x, y, z]}}, ...])",
-            path.display()
-        )
-    })?;
-    if poses.is_empty() {
-        bail!("{}: the camera path has no poses", path.display());
-    }
-    if let Some(i) = poses
-        .iter()
-        .position(|p| p.eye.iter().chain(&p.target).any(|v| !v.is_finite()) || p.eye == p.target)
-    {
-        bail!(
-            "{}: pose {i} is not usable (a non-finite value, or the eye on its target)",
-            path.display()
-        );
-    }
-    Ok(poses)
 }
 
 #[cfg(test)]

@@ -196,6 +196,27 @@ impl View {
         }
     }
 
+    /// [`View::projected_error_bound`] of a unit error over `aabb` grown vertically, for any
+    /// growth, with what does not depend on the growth computed once: algorithm A's
+    /// morphs ask it of one box for several growths. `None` for a view-independent view.
+    pub fn unit_projection(&self, aabb: &Aabb, view_angle_aware: bool) -> Option<UnitProjection> {
+        let s = self.screen.as_ref()?;
+        if view_angle_aware {
+            return Some(UnitProjection::ViewAngleAware(*aabb));
+        }
+        let centre = aabb.center() - s.eye;
+        let extent = aabb.half_extent();
+        let reach = centre.abs() + extent;
+        Some(UnitProjection::Plain {
+            scale: s.pixels_per_radian,
+            across: reach.x * reach.x + reach.z * reach.z,
+            up: reach.y,
+            depth: s.forward.dot(centre) - s.forward.abs().dot(extent),
+            depth_per_growth: s.forward.y.abs(),
+            near: s.camera.near,
+        })
+    }
+
     /// Whether a node with drawn error bound `world_error` and box `aabb` is fine enough
     /// for this view.
     #[inline(always)]
@@ -223,6 +244,56 @@ impl View {
                     }
                     _ => self.projected_error_bound(world_error, aabb, view_angle_aware) <= px,
                 }
+            }
+        }
+    }
+}
+
+/// The projected size of a unit vertical error over a box grown vertically by `g`, from
+/// [`View::unit_projection`]: the plain bound's terms (`k · D / Z²`, with `D` and `Z` of
+/// the grown box: `D² = across + (up + g)²`, `Z = depth − |forward.y| g`), or the box for
+/// the view-angle-aware bound.
+#[derive(Clone, Copy, Debug)]
+pub enum UnitProjection {
+    Plain {
+        scale: f32,
+        across: f32,
+        up: f32,
+        depth: f32,
+        depth_per_growth: f32,
+        near: f32,
+    },
+    ViewAngleAware(Aabb),
+}
+
+impl UnitProjection {
+    /// The bound for the box grown by `g ≥ 0` up and down (infinite where it reaches the
+    /// near plane).
+    #[inline(always)]
+    pub fn grown(&self, view: &View, g: f32) -> f32 {
+        match *self {
+            UnitProjection::Plain {
+                scale,
+                across,
+                up,
+                depth,
+                depth_per_growth,
+                near,
+            } => {
+                let depth = depth - depth_per_growth * g;
+                if depth.is_nan() || depth <= near {
+                    return f32::INFINITY;
+                }
+                let farthest = (across + (up + g) * (up + g)).sqrt();
+                scale * farthest / (depth * depth)
+            }
+            UnitProjection::ViewAngleAware(aabb) => {
+                let reach = Vec3::new(0.0, g, 0.0);
+                view.projected_error_bound(
+                    1.0,
+                    &Aabb::new(aabb.min - reach, aabb.max + reach),
+                    true,
+                )
             }
         }
     }
@@ -978,5 +1049,60 @@ mod tests {
             let bound = view.projected_error_bound(1.0, &at(40.0, -100.0), aware);
             assert_eq!(view.accepts(1.0, &at(40.0, -100.0), aware), bound <= 1.0);
         }
+    }
+
+    /// The unit projection of a box, grown by `g`, is the bound over the grown box (to the
+    /// f32 rounding of the other order of operations), infinite where the grown box reaches
+    /// the near plane, and nothing for a world-error view.
+    #[test]
+    fn a_unit_projection_grows_as_the_grown_box_s_bound() {
+        let camera = Camera::new(
+            Vec3::new(3.0, 40.0, 7.0),
+            Vec3::new(60.0, 10.0, -80.0),
+            1.0,
+            (1280, 720),
+            0.5,
+            1e4,
+        )
+        .expect("valid");
+        let view = View::screen(camera, 1.0).expect("valid");
+        let boxes = [
+            Aabb::new(Vec3::new(20.0, 0.0, -60.0), Vec3::new(36.0, 25.0, -44.0)),
+            Aabb::new(
+                Vec3::new(-300.0, -5.0, -900.0),
+                Vec3::new(-200.0, 90.0, -800.0),
+            ),
+            Aabb::new(Vec3::new(0.0, 30.0, 0.0), Vec3::new(8.0, 39.0, 8.0)),
+        ];
+        for aabb in &boxes {
+            for aware in [false, true] {
+                let unit = view.unit_projection(aabb, aware).expect("a screen view");
+                for g in [0.0f32, 0.25, 3.0, 40.0] {
+                    let reach = Vec3::new(0.0, g, 0.0);
+                    let grown = Aabb::new(aabb.min - reach, aabb.max + reach);
+                    let expected = view.projected_error_bound(1.0, &grown, aware);
+                    let got = unit.grown(&view, g);
+                    if expected.is_infinite() {
+                        assert_eq!(got, expected, "{aabb:?} + {g}");
+                    } else {
+                        assert!(
+                            (got - expected).abs() <= 1e-5 * expected,
+                            "{aabb:?} + {g} ({aware}): {got} against {expected}"
+                        );
+                    }
+                }
+            }
+        }
+        // The third box lies just under the eye; grown by 40 it holds the eye.
+        let unit = view
+            .unit_projection(&boxes[2], false)
+            .expect("a screen view");
+        assert_eq!(unit.grown(&view, 40.0), f32::INFINITY);
+        assert!(
+            View::world_error(1.0)
+                .expect("valid")
+                .unit_projection(&boxes[0], false)
+                .is_none()
+        );
     }
 }

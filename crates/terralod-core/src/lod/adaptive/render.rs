@@ -41,7 +41,7 @@ use super::update::ENABLED;
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
-use crate::lod::MorphedHeight;
+use crate::lod::{MorphedHeight, UnitProjection};
 
 /// The per-frame morphing inputs.
 pub(super) struct Morpher<'v> {
@@ -55,39 +55,56 @@ pub(super) struct Morpher<'v> {
     pub topology: f32,
 }
 
-/// One of the tests Update() enables a vertex by: a square's box and the error it tests
-/// the vertex with there.
-pub(super) type VertexTest = (Aabb, f32);
+/// A box as the morphs see it: the projected size of a unit vertical error over it, and
+/// what grows it (every bound of [`View::projected_error_bound`] is linear in the error,
+/// so a square's projection serves all its vertices).
+#[derive(Clone, Copy)]
+pub(super) struct Projected {
+    /// `None` for a world-error view, whose errors are not projected.
+    unit: Option<UnitProjection>,
+    /// The bound over the box itself (1 for a world-error view, infinite where the box
+    /// reaches the near plane).
+    factor: f32,
+}
+
+impl Projected {
+    /// For a frame without morphing (never asked).
+    const UNUSED: Projected = Projected {
+        unit: None,
+        factor: 0.0,
+    };
+}
 
 /// How far past the topology's tolerance a vertex's own test goes before the ramp puts it
 /// on its sample: it crosses the morph over a doubling of its projected error.
 const RAMP_END: f32 = 2.0;
 
 impl Morpher<'_> {
-    /// The projected size of a unit vertical error over `aabb` grown vertically by `grow`:
-    /// every bound of [`View::projected_error_bound`] is linear in the error, so a square's
-    /// factor serves all its vertices (infinite where the box reaches the near plane; 1
-    /// for a world-error view).
+    /// The projection of a unit error over `aabb`.
     #[inline(always)]
-    fn factor(&self, aabb: &Aabb, grow: f32) -> f32 {
-        if self.view.camera().is_none() {
-            return 1.0;
+    fn project(&self, aabb: &Aabb) -> Projected {
+        let unit = self.view.unit_projection(aabb, self.view_angle_aware);
+        Projected {
+            unit,
+            factor: unit.map_or(1.0, |u| u.grown(self.view, 0.0)),
         }
-        let reach = glam::Vec3::new(0.0, grow, 0.0);
-        let grown = Aabb::new(aabb.min - reach, aabb.max + reach);
-        self.view
-            .projected_error_bound(1.0, &grown, self.view_angle_aware)
+    }
+
+    /// The projected size of a unit error over `box` grown vertically by `grow`.
+    #[inline(always)]
+    fn grown(&self, projected: &Projected, grow: f32) -> f32 {
+        projected.unit.map_or(1.0, |u| u.grown(self.view, grow))
     }
 
     /// The drawn height of a vertex with sample height `h` on a coarse edge at height
-    /// `base`, tested by the square whose box is `own` (with its [`Morpher::factor`]) and
+    /// `base`, tested with error `own.1` by the square whose box projects as `own.0`, and
     /// by the square `other` gives, if any (asked only when `own` leaves it open).
     fn height(
         &self,
         h: f32,
         base: f32,
-        own: (VertexTest, f32),
-        other: impl FnOnce() -> Option<VertexTest>,
+        own: (&Projected, f32),
+        other: impl FnOnce() -> Option<(Projected, f32)>,
     ) -> f32 {
         let r = h - base;
         if self.budget <= 0.0 || r == 0.0 {
@@ -99,14 +116,14 @@ impl Morpher<'_> {
         // The ramp: 0 where Update() enables the vertex (so it appears, and leaves, on
         // the coarse surface), 1 once its tests reach `RAMP_END` times that; the largest
         // of the tests decides, so one past the end settles it.
-        let ((own_box, own_error), own_factor) = own;
-        let mut tested = scaled(own_error, own_factor);
+        let (own_box, own_error) = own;
+        let mut tested = scaled(own_error, own_box.factor);
         if tested >= RAMP_END * self.topology {
             return h;
         }
         let other = other();
-        if let Some((aabb, error)) = &other {
-            tested = tested.max(scaled(*error, self.factor(aabb, 0.0)));
+        if let Some((projected, error)) = &other {
+            tested = tested.max(scaled(*error, projected.factor));
         }
         let ramp = (tested / self.topology - 1.0) / (RAMP_END - 1.0);
         if ramp >= 1.0 || ramp.is_nan() {
@@ -114,11 +131,14 @@ impl Morpher<'_> {
         }
         // The budget: never farther than `budget` from the sample, on the boxes grown by
         // the offset (the drawn point may leave a box by up to |r|).
-        let size = [Some(own_box), other.map(|(aabb, _)| aabb)]
-            .iter()
-            .flatten()
-            .map(|aabb| scaled(r.abs(), self.factor(aabb, r.abs())))
-            .fold(0.0f32, f32::max);
+        let size = [
+            Some(own_box),
+            other.as_ref().map(|(projected, _)| projected),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|projected| scaled(r.abs(), self.grown(projected, r.abs())))
+        .fold(0.0f32, f32::max);
         let least = if size <= self.budget {
             0.0
         } else if !size.is_finite() {
@@ -162,10 +182,10 @@ impl AdaptiveLod<'_> {
         let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
         // The projected size of a unit error over the box, for every vertex the square
         // morphs.
-        let factor = if morpher.budget > 0.0 {
-            morpher.factor(&aabb, 0.0)
+        let projected = if morpher.budget > 0.0 {
+            morpher.project(&aabb)
         } else {
-            0.0
+            Projected::UNUSED
         };
         let centre_sample = self.tree.vertex_height(sq.id, CENTRE);
         let centre_h = if sq.level == 0 {
@@ -175,7 +195,7 @@ impl AdaptiveLod<'_> {
             let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
             let base = 0.5 * (corners[a] + corners[b]);
             let tested = self.tree.records[sq.id as usize].subtree_error();
-            morpher.height(centre_sample, base, ((aabb, tested), factor), || None)
+            morpher.height(centre_sample, base, (&projected, tested), || None)
         };
         self.push_morph(at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
@@ -209,13 +229,13 @@ impl AdaptiveLod<'_> {
                     (around[side] < ABSENT).then(|| {
                         let n = sq.beside(around[side], side);
                         let fan = self.tree.records[n.id as usize].fan_error();
-                        (self.tree.aabb(n), side_error(fan, vertex))
+                        (morpher.project(&self.tree.aabb(n)), side_error(fan, vertex))
                     })
                 };
                 morpher.height(
                     sample,
                     base,
-                    ((aabb, side_error(fan, vertex)), factor),
+                    (&projected, side_error(fan, vertex)),
                     neighbour,
                 )
             };

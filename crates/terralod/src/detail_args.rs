@@ -7,7 +7,7 @@ use clap::Args;
 use std::path::PathBuf;
 use terralod_core::Heightfield;
 use terralod_core::io::{self, LoadOptions};
-use terralod_core::lod::{AdaptiveLod, AlgorithmEntry, Detail, LodAlgorithm, LodOptions};
+use terralod_core::lod::{AdaptiveLod, AlgorithmEntry, Detail, LodAlgorithm, LodOptions, bintree};
 use terralod_core::pyramid::Pyramid;
 
 #[derive(Debug, Args)]
@@ -85,6 +85,17 @@ pub fn build_algorithm<'a>(
     detail: Option<&Detail<'_>>,
 ) -> anyhow::Result<Box<dyn LodAlgorithm + 'a>> {
     check_index_range(field.width(), field.height())?;
+    let side = field.padded_side();
+    if entry.name == "bintree" && side > bintree::MAX_PADDED_SIDE {
+        anyhow::bail!(
+            "bintree covers the whole {side} x {side} square grid this {} x {} terrain pads \
+             to, beyond the {max} x {max} it takes; use --algo quadtree or adaptive, which \
+             store only what touches the data",
+            field.width(),
+            field.height(),
+            max = bintree::MAX_PADDED_SIDE,
+        );
+    }
     match detail {
         Some(detail) if entry.name == "adaptive" => Ok(Box::new(AdaptiveLod::with_detail(
             field,

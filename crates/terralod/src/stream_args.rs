@@ -237,14 +237,17 @@ impl LodAlgorithm for ReportingStream {
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Selects `view` until no requested tile is still loading (each one resident or failed),
-/// so a single image or export shows the data the view asks for; gives up after `limit`.
-/// Failed tiles are reported once each on stderr. Returns the number of selections made.
+/// so a single image or export shows the data the view asks for; gives up after `limit`,
+/// or as soon as the cache is seen evicting and reloading tiles the view keeps asking for
+/// (its budget cannot hold them: it would never settle). Failed tiles are reported once
+/// each on stderr. Returns the number of selections made.
 pub fn settle(
     algorithm: &mut ReportingStream,
     view: &View,
     limit: Duration,
 ) -> anyhow::Result<u32> {
     let start = Instant::now();
+    let before = algorithm.0.source().inner().stats();
     let mut selections = 0;
     loop {
         algorithm.select(view);
@@ -255,6 +258,22 @@ pub fn settle(
         let pending = tiles.inner().pending_loads() as u64 + tiles.stats().deferred;
         if pending == 0 {
             return Ok(selections);
+        }
+        // A view that fits loads each tile it needs once; one that does not keeps
+        // evicting what it loaded.
+        let now = tiles.inner().stats();
+        let (loads, evictions) = (
+            now.loads_finished - before.loads_finished,
+            now.tiles_evicted - before.tiles_evicted,
+        );
+        if evictions > 0 && loads > 2 * now.resident_tiles as u64 + 32 {
+            bail!(
+                "--cache-mb is too small for this view: the tile cache holds {} tiles ({:.1} \
+                 MiB) and evicted {evictions} while loading {loads} for one view; raise \
+                 --cache-mb",
+                now.resident_tiles,
+                now.peak_bytes as f64 / f64::from(1 << 20),
+            );
         }
         if start.elapsed() > limit {
             bail!(

@@ -820,3 +820,45 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
     }
     assert!(!dir.path().join("never-0.obj").exists());
 }
+
+/// A thin terrain pads to a huge square: the bintree, which covers the whole padded
+/// square, is refused with a line naming the algorithms that take it (it used to abort
+/// on a failed allocation of the padded square's records), and quadtree meshes it.
+#[test]
+fn a_thin_terrain_too_wide_for_the_bintree_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (width, height) = (40_000u32, 2u32);
+    let bytes: Vec<u8> = (0..width * height)
+        .flat_map(|i| ((i % 13) as f32).to_le_bytes())
+        .collect();
+    let file = dir.path().join("thin.f32");
+    std::fs::write(&file, bytes).expect("writable");
+    let file = file.to_str().expect("UTF-8");
+    let out = dir.path().join("thin.obj");
+    let out = out.to_str().expect("UTF-8");
+    let output = terralod(&[
+        "mesh",
+        file,
+        "--raw-size",
+        "40000x2",
+        "--max-error",
+        "0.5",
+        "--out",
+        out,
+    ]);
+    let message = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("65537 x 65537 square grid"), "{message}");
+    assert!(message.contains("--algo quadtree or adaptive"), "{message}");
+    assert!(!Path::new(out).exists());
+    let json = mesh_json(&[
+        file,
+        "--raw-size",
+        "40000x2",
+        "--max-error",
+        "0.5",
+        "--algo",
+        "quadtree",
+    ]);
+    assert_eq!(json["algorithm"], "quadtree");
+}

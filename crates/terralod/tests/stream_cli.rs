@@ -407,3 +407,70 @@ fn a_streamed_walk_writes_every_frame_and_settles_on_the_last() {
         "the walk's settled last frame differs from the single view"
     );
 }
+
+/// A cache too small for what one view needs is named at once (the settling export would
+/// otherwise evict and reload the same tiles until its time limit), and a cache that holds
+/// the view settles.
+#[test]
+fn a_cache_too_small_for_the_view_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let side = 513u32;
+    let file = dir.path().join("rough.f32");
+    let mut bytes = Vec::new();
+    for row in 0..side {
+        for col in 0..side {
+            let value =
+                40.0 * ((col as f32) * 0.03).sin() + 25.0 * ((col * 7 + row * 3) % 5) as f32;
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    std::fs::write(&file, bytes).expect("writable");
+    let tiles = dir.path().join("tiles");
+    let (file, tiles) = (
+        file.to_str().expect("UTF-8"),
+        tiles.to_str().expect("UTF-8"),
+    );
+    ok(&[
+        "import",
+        file,
+        "--raw-size",
+        "513x513",
+        "--tile-size",
+        "64",
+        "--out",
+        tiles,
+    ]);
+    let export = |cache_mb: &str| {
+        terralod(&[
+            "mesh",
+            tiles,
+            "--algo",
+            "streamed",
+            "--max-error",
+            "1",
+            "--cache-mb",
+            cache_mb,
+            "--loader-threads",
+            "1",
+        ])
+    };
+    let started = std::time::Instant::now();
+    let output = export("1");
+    let message = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("--cache-mb is too small for this view"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "refused only after {:?}",
+        started.elapsed()
+    );
+    let output = export("4");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

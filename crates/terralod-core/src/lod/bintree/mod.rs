@@ -131,6 +131,13 @@ impl Triangle {
     }
 }
 
+/// The largest padded grid side the bintree takes. Its records (12 bytes a sample, built
+/// for screen views), its split flags and its `u32` vertex indices span the whole padded
+/// square, so a thin terrain that pads to a huge square is refused by the commands
+/// (quadtree and adaptive store only what touches the data). At this side the records
+/// take about 13 GB.
+pub const MAX_PADDED_SIDE: u32 = 32769;
+
 /// The right-triangle bintree. Borrows the heightfield; owns one record per grid vertex.
 #[derive(Debug)]
 pub struct BintreeLod<'a> {

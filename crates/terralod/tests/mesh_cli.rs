@@ -217,7 +217,18 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &[
+                "--max-error",
+                "1",
+                "--algo",
+                "patches",
+                "--pool-capacity",
+                "1",
+            ],
+            "pool of 1 patches is exhausted",
+        ),
         (&["--pixel-error", "1"], "--eye and --target"),
         (
             &[

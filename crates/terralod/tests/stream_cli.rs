@@ -131,6 +131,7 @@ fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
         args.extend_from_slice(dir_flags);
         let streamed = last_json(&ok(&args).0);
         assert_eq!(streamed["streamed"]["blocks_held_back"], 0, "{streamed}");
+        assert_eq!(streamed["tolerance_held"], true, "{streamed}");
         assert_eq!(in_memory["vertices"], streamed["vertices"]);
         assert_eq!(in_memory["triangles"], streamed["triangles"]);
         assert!(streamed["triangles"].as_u64().expect("a count") > 200);
@@ -234,6 +235,12 @@ fn a_corrupt_tile_is_reported_once_and_the_coarser_level_stands_in() {
     assert!(reports[0].contains("1.tile"), "{stderr}");
     assert!(summary["triangles"].as_u64().expect("a count") > 100);
     assert!(obj.is_file());
+    // The export says that it does not hold its tolerance there.
+    assert_eq!(summary["tolerance_held"], false, "{summary}");
+    assert!(
+        stderr.contains("the tolerance is not held everywhere"),
+        "{stderr}"
+    );
 
     let (stdout, stderr) = ok(&[
         "bench",

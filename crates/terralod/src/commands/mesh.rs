@@ -119,6 +119,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         tolerance,
         cull,
         extra,
+        tolerance_held,
     } = selected;
     match (&args.out, format) {
         // Written frame by frame.
@@ -147,6 +148,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         "nodes_drawn": stats.nodes_drawn,
         "select_ms": stats.select_time.as_secs_f64() * 1e3,
         "tolerance": tolerance,
+        "tolerance_held": tolerance_held,
         "cull": cull,
         "view_angle_aware": args.lod.algorithm.view_angle_aware,
         "state_bytes": state_bytes,
@@ -178,6 +180,9 @@ struct Selected {
     cull: bool,
     /// More entries of the summary (`detail`, `simplify`, `streamed`).
     extra: Vec<(&'static str, serde_json::Value)>,
+    /// Whether the mesh keeps the tolerance everywhere: not where a streamed tile failed
+    /// and its coarser level stands in.
+    tolerance_held: bool,
 }
 
 /// A scripted camera walk (`--path`).
@@ -304,6 +309,13 @@ fn select_loaded(
     }
     let view = &views[last];
     let stats = *algorithm.stats();
+    if let Some(pool) = stats.patches.filter(|p| p.exhausted) {
+        bail!(
+            "the pool of {} patches is exhausted: the mesh would keep coarser patches than the \
+             tolerance asks for; raise --pool-capacity",
+            pool.capacity
+        );
+    }
     let mut extra: Vec<_> = detail
         .as_ref()
         .map(|d| {
@@ -340,6 +352,7 @@ fn select_loaded(
         tolerance: view.tolerance(),
         cull: view.cull(),
         extra,
+        tolerance_held: true,
     })
 }
 
@@ -390,7 +403,17 @@ fn select_streamed(
     let stream = *algorithm.0.stream_stats();
     let tiles = algorithm.0.source();
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
+    let tolerance_held = cache.failures == 0 && stream.blocks_held_back == 0;
+    if !tolerance_held {
+        eprintln!(
+            "{}: {} tiles failed; the mesh keeps their coarser level there, so the tolerance \
+             is not held everywhere (\"tolerance_held\": false)",
+            dir.display(),
+            cache.failures
+        );
+    }
     Ok(Selected {
+        tolerance_held,
         mesh,
         stats: *algorithm.stats(),
         state_bytes: algorithm.state_bytes(),

@@ -260,3 +260,54 @@ fn a_raw_file_imports_by_windows_with_the_same_samples_as_its_loaded_form() {
         "bytes",
     );
 }
+
+/// A failed import leaves the output as it found it (a directory it made is removed, an
+/// empty one stays empty), and heights whose span overflows `f32` are refused before any
+/// header is written (they used to import, then fail every reader on the block index).
+#[test]
+fn a_failed_import_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let raw = |name: &str, values: &[f32]| {
+        let path = dir.path().join(name);
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).expect("writable");
+        path.to_str().expect("UTF-8").to_owned()
+    };
+    let mut values = vec![1.0f32; 64];
+    values[37] = f32::INFINITY;
+    let infinite = raw("inf.f32", &values);
+    let huge: Vec<f32> = (0..64).map(|i| if i < 32 { 3e38 } else { -3e38 }).collect();
+    let huge = raw("huge.f32", &huge);
+    let made = dir.path().join("made");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("writable");
+    for (source, needle) in [
+        (&infinite, "not a finite number"),
+        (&huge, "cannot be indexed in f32"),
+    ] {
+        for out in [&made, &empty] {
+            fails_naming(
+                &[
+                    "import",
+                    source,
+                    "--raw-size",
+                    "8x8",
+                    "--tile-size",
+                    "2",
+                    "--out",
+                    out.to_str().expect("UTF-8"),
+                ],
+                needle,
+            );
+        }
+        assert!(
+            !made.exists(),
+            "{source}: the directory made by the import stays"
+        );
+        let left: Vec<_> = std::fs::read_dir(&empty).expect("still there").collect();
+        assert!(
+            left.is_empty(),
+            "{source}: {left:?} left in the empty directory"
+        );
+    }
+}

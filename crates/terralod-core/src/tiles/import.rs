@@ -163,7 +163,22 @@ pub fn import_source(
             });
         }
     }
-    prepare_directory(dir, options.force)?;
+    let prepared = prepare_directory(dir, options.force)?;
+    let result = write_pyramid(field, dir, options, progress);
+    if result.is_err() {
+        prepared.clean_up(dir);
+    }
+    result
+}
+
+/// Writes every tile, the block index and the header of `field` into the prepared `dir`.
+fn write_pyramid(
+    field: &dyn ImportSource,
+    dir: &Path,
+    options: &ImportOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<ImportSummary, TileError> {
+    let (tile_cells, block_cells) = (options.tile_cells, options.block_cells);
     let levels = level_grids(field.width(), field.height(), tile_cells);
     for (level, grid) in levels.iter().enumerate() {
         for ty in 0..grid.tiles_y {
@@ -242,13 +257,6 @@ pub fn import_source(
     );
     let block_index = assemble_block_index(&levels, block_cells, results);
     let index_bytes = block_index.encode();
-    write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
-    // The index's rename must be durable before the header can appear.
-    let root = File::open(dir).map_err(|source| TileError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    sync_all(&[(dir.to_path_buf(), root)])?;
     let header = TerrainHeader {
         sample_type: field.sample_type(),
         width: field.width(),
@@ -260,6 +268,25 @@ pub fn import_source(
         max_height,
         levels,
     };
+    // What the readers will check: heights whose span or errors overflow `f32` would
+    // write a terrain that no command can open.
+    if let Err(TileError::Inconsistent { what, .. }) =
+        BlockIndex::decode(&index_bytes, &header, &dir.join(BLOCKS_FILE))
+    {
+        return Err(TileError::Source {
+            what: format!(
+                "the heights cannot be indexed in f32 (world range {min_height:e} ..= \
+                 {max_height:e}): {what}"
+            ),
+        });
+    }
+    write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
+    // The index's rename must be durable before the header can appear.
+    let root = File::open(dir).map_err(|source| TileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    sync_all(&[(dir.to_path_buf(), root)])?;
     let header_bytes = header.encode();
     write_file_atomically(&dir.join(HEADER_FILE), |out| out.write_all(&header_bytes))?;
     let tiles = header.total_tiles();
@@ -370,32 +397,75 @@ struct TileShape {
 
 /// Creates `dir` if needed; refuses a non-empty one unless `force`, and then removes its
 /// header first so that the directory reads as unfinished until this import completes.
-fn prepare_directory(dir: &Path, force: bool) -> Result<(), TileError> {
+fn prepare_directory(dir: &Path, force: bool) -> Result<Prepared, TileError> {
     let io = |source| TileError::Io {
         path: dir.to_path_buf(),
         source,
     };
+    let existed = dir.exists();
     std::fs::create_dir_all(dir).map_err(io)?;
-    let not_empty = std::fs::read_dir(dir).map_err(io)?.next().is_some();
-    if not_empty {
-        if !force {
-            return Err(TileError::NotEmpty {
-                path: dir.to_path_buf(),
+    let empty = std::fs::read_dir(dir).map_err(io)?.next().is_none();
+    if empty {
+        return Ok(if existed {
+            Prepared::WasEmpty
+        } else {
+            Prepared::Created
+        });
+    }
+    if !force {
+        return Err(TileError::NotEmpty {
+            path: dir.to_path_buf(),
+        });
+    }
+    let header = dir.join(HEADER_FILE);
+    match std::fs::remove_file(&header) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(TileError::Io {
+                path: header,
+                source,
             });
         }
-        let header = dir.join(HEADER_FILE);
-        match std::fs::remove_file(&header) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(TileError::Io {
-                    path: header,
-                    source,
-                });
+    }
+    Ok(Prepared::Forced)
+}
+
+/// What the output directory was before an import, so a failed import can leave it so.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Prepared {
+    /// Made by this import: removed on failure.
+    Created,
+    /// Empty: emptied again on failure.
+    WasEmpty,
+    /// Another import's (`--force`): left as the failure leaves it, headerless, so no
+    /// reader takes it for finished.
+    Forced,
+}
+
+impl Prepared {
+    /// Removes what a failed import wrote (best effort: the import's own error is the
+    /// one reported).
+    fn clean_up(self, dir: &Path) {
+        match self {
+            Prepared::Created => {
+                let _ = std::fs::remove_dir_all(dir);
             }
+            Prepared::WasEmpty => {
+                if let Ok(entries) = std::fs::read_dir(dir) {
+                    for entry in entries.flatten() {
+                        let path = entry.path();
+                        let _ = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                            std::fs::remove_dir_all(&path)
+                        } else {
+                            std::fs::remove_file(&path)
+                        };
+                    }
+                }
+            }
+            Prepared::Forced => {}
         }
     }
-    Ok(())
 }
 
 /// The stored world height range of an encoded tile (read back from its header).

@@ -4,7 +4,7 @@
 use crate::progress;
 use anyhow::Context;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use terralod_core::heightfield::{Heightfield, WorldMapping};
 use terralod_core::io::{self, ByteOrder, Format, LoadOptions, RgbEncoding, SourceInfo};
 use terralod_core::tiles::TiledTerrain;
@@ -59,6 +59,25 @@ pub struct Terrain {
 }
 
 impl TerrainArgs {
+    /// Refuses an output path that is the terrain file being read (`render dem.png --out
+    /// dem.png` would replace the heights with the picture).
+    pub fn refuse_as_output(&self, out: &Path) -> anyhow::Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let same = match (std::fs::canonicalize(file), std::fs::canonicalize(out)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if same {
+            anyhow::bail!(
+                "{}: --out names the terrain being read; write elsewhere",
+                out.display()
+            );
+        }
+        Ok(())
+    }
+
     /// `stated` (a file's or a directory's mapping) with the flags given replacing its parts.
     pub fn mapping_over(&self, stated: WorldMapping) -> WorldMapping {
         WorldMapping {

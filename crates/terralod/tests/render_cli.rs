@@ -152,6 +152,17 @@ fn bad_requests_are_refused_and_write_nothing() {
         assert!(stderr.contains(message), "{args:?}: {stderr}");
         assert!(!out.exists(), "{args:?} wrote {}", out.display());
     }
+    // The terrain file itself as --out (its heights would be replaced by the picture).
+    let terrain = dir.path().join("terrain.png");
+    let pixels: Vec<u8> = (0..33 * 33).map(|i| (i % 251) as u8).collect();
+    image::save_buffer(&terrain, &pixels, 33, 33, image::ColorType::L8).unwrap();
+    let before = std::fs::read(&terrain).unwrap();
+    let terrain = terrain.to_str().unwrap();
+    let output = terralod(&["render", terrain, "--out", terrain, "--size", "32x32"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("names the terrain being read"), "{stderr}");
+    assert_eq!(std::fs::read(terrain).unwrap(), before);
 }
 
 /// `--algo streamed` over an imported directory streams its tiles (settled before the

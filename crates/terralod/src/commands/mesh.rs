@@ -71,6 +71,9 @@ fn mesh_format(path: &Path) -> anyhow::Result<MeshFormat> {
 pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     let entry = args.lod.entry()?;
     let format = args.out.as_deref().map(mesh_format).transpose()?;
+    if let Some(out) = &args.out {
+        args.terrain.refuse_as_output(out)?;
+    }
     if args.lod.max_error.is_some() && args.camera.any_given() {
         bail!("--max-error is view-independent: it takes no camera flags");
     }

@@ -5,7 +5,7 @@ use crate::terrain_args::parse_size;
 use anyhow::{Context, bail};
 use clap::Args;
 use glam::Vec3;
-use terralod_core::{Camera, Heightfield};
+use terralod_core::{Camera, CameraError, Heightfield};
 
 /// A perspective camera (feature H5). Angles in degrees, distances in world units.
 #[derive(Debug, Args)]
@@ -41,8 +41,14 @@ impl CameraArgs {
         let (Some(eye), Some(target)) = (self.eye, self.target) else {
             bail!("--eye and --target are both required for a view-dependent selection");
         };
-        self.camera_at(field, eye, target)
-            .context("--eye/--target/--fov-y/--size/--near/--far")
+        self.camera_at(field, eye, target).map_err(|error| {
+            // The flags are named when they made the camera invalid, not for the terrain.
+            if error.is::<CameraError>() {
+                error.context("--eye/--target/--fov-y/--size/--near/--far")
+            } else {
+                error
+            }
+        })
     }
 
     /// A camera at `eye` looking at `target` (a pose of a camera path) with the lens,
@@ -55,7 +61,7 @@ impl CameraArgs {
     ) -> anyhow::Result<Camera> {
         let far = match self.far {
             Some(far) => far,
-            None => default_far(field, eye, self.near),
+            None => checked_far(field, eye, self.near)?,
         };
         Ok(Camera::new(
             eye,
@@ -76,9 +82,10 @@ impl CameraArgs {
             return self.camera(field);
         }
         let (eye, target) = overview(field);
-        let far = self
-            .far
-            .unwrap_or_else(|| default_far(field, eye, self.near));
+        let far = match self.far {
+            Some(far) => far,
+            None => checked_far(field, eye, self.near)?,
+        };
         Camera::new(
             eye,
             target,
@@ -141,6 +148,24 @@ pub fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
         }
     }
     (farthest * 1.01).max(2.0 * near)
+}
+
+/// [`default_far`], refused with the reason when it overflows `f32` (an eye or a terrain
+/// extent too large for `f32` distances), which the camera would otherwise report as a
+/// bad flag.
+fn checked_far(field: &Heightfield, eye: Vec3, near: f32) -> anyhow::Result<f32> {
+    let far = default_far(field, eye, near);
+    if !far.is_finite() {
+        let (w, d) = field.world_size();
+        let (lo, hi) = field.world_range();
+        bail!(
+            "the distance from the eye {:?} to the farthest corner of the terrain ({w:e} x \
+             {d:e} world units, heights {lo:e} ..= {hi:e}) overflows f32: give --far, an eye \
+             nearer the terrain, or a smaller --cell-size or --height-scale",
+            eye.to_array()
+        );
+    }
+    Ok(far)
 }
 
 /// Parses `X,Y,Z` (for example `100,2500,-30.5`).

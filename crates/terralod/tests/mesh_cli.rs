@@ -217,7 +217,18 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &[
+                "--pixel-error",
+                "1",
+                "--eye",
+                "1e20,1e20,1e20",
+                "--target",
+                "0,0,0",
+            ],
+            "to the farthest corner of the terrain",
+        ),
         (
             &[
                 "--max-error",

@@ -74,6 +74,32 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
     assert_eq!(info["height_scale"], 2.0);
     assert_eq!(info["tiles"], 21);
     assert!(ok(&["info", out_arg]).contains("level 2"));
+    // The mapping flags apply to a directory as the other commands apply them.
+    let mapped = last_json(&ok(&[
+        "info",
+        "--json",
+        out_arg,
+        "--cell-size",
+        "5",
+        "--height-scale",
+        "4",
+        "--height-offset",
+        "-7",
+    ]));
+    assert_eq!(mapped["cell_size"], 5.0);
+    assert_eq!(
+        (
+            mapped["height_scale"].clone(),
+            mapped["height_offset"].clone()
+        ),
+        (4.0.into(), (-7.0).into())
+    );
+    let span =
+        |j: &serde_json::Value| j["world_max"].as_f64().unwrap() - j["world_min"].as_f64().unwrap();
+    assert!(
+        (span(&mapped) / span(&info) - 2.0).abs() < 1e-3,
+        "{mapped} against {info}"
+    );
 
     fails_naming(&args, "not empty");
     let mut forced = args.to_vec();

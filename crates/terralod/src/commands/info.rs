@@ -45,7 +45,7 @@ struct Report {
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     if let Some(dir) = args.terrain.file.as_deref().filter(|path| path.is_dir()) {
-        return run_tiled(dir, args.json);
+        return run_tiled(dir, &args.terrain, args.json);
     }
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;
@@ -180,8 +180,17 @@ struct TiledReport {
     world_max: f32,
 }
 
-fn run_tiled(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
+/// Describes an imported directory under the mapping flags given, as the other commands
+/// draw it (the tiles store raw samples; the header's range is mapped with them).
+fn run_tiled(dir: &std::path::Path, flags: &TerrainArgs, json: bool) -> anyhow::Result<()> {
     let terrain = terralod_core::tiles::TiledTerrain::open(dir)?;
+    let mapping = flags.mapping_over(terrain.header().mapping);
+    let terrain = terrain.with_mapping(mapping).with_context(|| {
+        format!(
+            "{}: --cell-size/--height-scale/--height-offset",
+            dir.display()
+        )
+    })?;
     let header = terrain.header();
     let report = TiledReport {
         source: dir.display().to_string(),

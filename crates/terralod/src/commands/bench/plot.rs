@@ -2,8 +2,28 @@
 
 use super::{AlgorithmRun, path::Pose};
 use anyhow::Context;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
+
+/// What draws a plot on its SVG area.
+type Draw<'a> =
+    dyn FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Box<dyn std::error::Error>> + 'a;
+
+/// Draws an SVG of `size` pixels in memory, then writes it atomically to `path` (a full
+/// disk or a failed plot leaves no partial file).
+fn write_svg(path: &Path, size: (u32, u32), draw: Box<Draw<'_>>) -> anyhow::Result<()> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root)
+            .and_then(|()| root.present().map_err(Into::into))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
+    terralod_core::io::write_file_atomically(path, |out| out.write_all(svg.as_bytes()))
+        .with_context(|| format!("writing {}", path.display()))
+}
 
 const COLOURS: [RGBColor; 4] = [
     RGBColor(31, 119, 180),
@@ -45,40 +65,39 @@ fn line_chart(
         .flat_map(|r| r.frames.iter().map(value))
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let root = SVGBackend::new(path, (960, 480)).into_drawing_area();
-    let draw = || -> Result<(), Box<dyn std::error::Error>> {
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0usize..frames.max(1), 0.0..max * 1.05)?;
-        chart
-            .configure_mesh()
-            .x_desc("frame (low flight, climb, orbit, turn in place)")
-            .y_desc(unit)
-            .draw()?;
-        for (run, colour) in runs.iter().zip(COLOURS.iter().cycle()) {
+    write_svg(
+        path,
+        (960, 480),
+        Box::new(|root| {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(root)
+                .caption(title, ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(64)
+                .build_cartesian_2d(0usize..frames.max(1), 0.0..max * 1.05)?;
             chart
-                .draw_series(LineSeries::new(
-                    run.frames.iter().enumerate().map(|(i, f)| (i, value(f))),
-                    colour,
-                ))?
-                .label(run.algorithm.as_str())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()?;
-        root.present()?;
-        Ok(())
-    };
-    draw()
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("writing {}", path.display()))
+                .configure_mesh()
+                .x_desc("frame (low flight, climb, orbit, turn in place)")
+                .y_desc(unit)
+                .draw()?;
+            for (run, colour) in runs.iter().zip(COLOURS.iter().cycle()) {
+                chart
+                    .draw_series(LineSeries::new(
+                        run.frames.iter().enumerate().map(|(i, f)| (i, value(f))),
+                        colour,
+                    ))?
+                    .label(run.algorithm.as_str())
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
+            }
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()?;
+            Ok(())
+        }),
+    )
 }
 
 /// Median selection time against terrain size (log-log), one line per algorithm.
@@ -95,48 +114,47 @@ pub fn scaling(dir: &Path, rows: &[(u32, AlgorithmRun)]) -> anyhow::Result<()> {
         .max(1e-3);
     let mut algorithms: Vec<&str> = rows.iter().map(|(_, r)| r.algorithm.as_str()).collect();
     algorithms.dedup();
-    let root = SVGBackend::new(&path, (720, 480)).into_drawing_area();
-    let draw = || -> Result<(), Box<dyn std::error::Error>> {
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Median selection time against terrain size",
-                ("sans-serif", 20),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d((lo * 0.8..hi * 1.25).log_scale(), 0.0..max_ms * 1.2)?;
-        chart
-            .configure_mesh()
-            .x_desc("samples a side (same world extent)")
-            .y_desc("ms")
-            .draw()?;
-        for (name, colour) in algorithms.iter().zip(COLOURS.iter().cycle()) {
-            let points: Vec<(f64, f64)> = rows
-                .iter()
-                .filter(|(_, r)| r.algorithm == *name)
-                .map(|(s, r)| (f64::from(*s), r.select_ms.median))
-                .collect();
+    write_svg(
+        &path,
+        (720, 480),
+        Box::new(|root| {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(root)
+                .caption(
+                    "Median selection time against terrain size",
+                    ("sans-serif", 20),
+                )
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(64)
+                .build_cartesian_2d((lo * 0.8..hi * 1.25).log_scale(), 0.0..max_ms * 1.2)?;
             chart
-                .draw_series(LineSeries::new(points.clone(), colour))?
-                .label(*name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
-            chart.draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 4, colour.filled())),
-            )?;
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()?;
-        root.present()?;
-        Ok(())
-    };
-    draw()
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("writing {}", path.display()))
+                .configure_mesh()
+                .x_desc("samples a side (same world extent)")
+                .y_desc("ms")
+                .draw()?;
+            for (name, colour) in algorithms.iter().zip(COLOURS.iter().cycle()) {
+                let points: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter(|(_, r)| r.algorithm == *name)
+                    .map(|(s, r)| (f64::from(*s), r.select_ms.median))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(points.clone(), colour))?
+                    .label(*name)
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
+                chart.draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 4, colour.filled())),
+                )?;
+            }
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()?;
+            Ok(())
+        }),
+    )
 }

@@ -62,12 +62,29 @@ fn main() -> ExitCode {
         // A reader that stops early (`terralod info | head -1`) is not an error.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            // One clear line: the context chain joined by ": ". `writeln!` because
-            // `eprintln!` panics when stderr cannot be written.
-            let _ = writeln!(std::io::stderr(), "error: {error:#}");
+            // `writeln!` because `eprintln!` panics when stderr cannot be written.
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// One clear line: the context chain joined by ": ", without the causes an error's own
+/// message already ends with (`path: reason` errors also report the reason as their
+/// source).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
@@ -75,4 +92,20 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
         .root_cause()
         .downcast_ref::<std::io::Error>()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cause_already_in_its_message_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "File exists");
+        let error = anyhow::Error::new(terralod_core::tiles::TileError::Io {
+            path: "out".into(),
+            source: io,
+        })
+        .context("importing x");
+        assert_eq!(super::one_line(&error), "importing x: out: File exists");
+        let plain = anyhow::anyhow!("root").context("middle").context("top");
+        assert_eq!(super::one_line(&plain), "top: middle: root");
+    }
 }

@@ -403,6 +403,12 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Prepared, TileError> {
         source,
     };
     let existed = dir.exists();
+    if existed && !dir.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory (--out names the directory to import into)",
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(io)?;
     let empty = std::fs::read_dir(dir).map_err(io)?.next().is_none();
     if empty {

@@ -68,7 +68,7 @@ pub enum TileError {
         path.display()
     )]
     Unfinished { path: PathBuf },
-    #[error("{}: missing tile", path.display())]
+    #[error("{}: missing (no such file)", path.display())]
     Missing { path: PathBuf },
     #[error("{}: bad magic bytes: not a terralod tiles file", path.display())]
     BadMagic { path: PathBuf },

@@ -18,12 +18,13 @@ use terralod_core::tiles::{
 #[derive(Debug, Args)]
 pub struct StreamArgs {
     /// With `--algo streamed` over an imported directory (streamed, not loaded): the tile
-    /// cache's memory cap, in MiB of decoded tiles.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    pub cache_mb: u32,
-    /// With `--algo streamed` over an imported directory: threads loading tiles.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub loader_threads: u32,
+    /// cache's memory cap, in MiB of decoded tiles [default: 1024].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cache_mb: Option<u32>,
+    /// With `--algo streamed` over an imported directory: threads loading tiles
+    /// [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub loader_threads: Option<u32>,
     /// With `--algo streamed` over an imported directory: procedural detail levels below
     /// the finest stored one, each with cells half as wide, generated around the camera
     /// and dropped when it leaves (at most log2 of the tile size).
@@ -35,16 +36,31 @@ pub struct StreamArgs {
 }
 
 impl StreamArgs {
-    /// Refuses `--detail-levels` where nothing streams (a file, or an algorithm other than
-    /// `streamed`): it would be ignored without a word.
-    pub fn refuse_detail_unless(&self, streamed: bool) -> anyhow::Result<()> {
-        if self.detail_levels > 0 && !streamed {
+    /// Refuses the streaming flags where nothing streams (a file, or an algorithm other
+    /// than `streamed`): they would be ignored without a word.
+    pub fn refuse_unless_streamed(&self, streamed: bool) -> anyhow::Result<()> {
+        let given = [
+            ("--detail-levels", self.detail_levels > 0),
+            ("--cache-mb", self.cache_mb.is_some()),
+            ("--loader-threads", self.loader_threads.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given).filter(|_| !streamed) {
             bail!(
-                "--detail-levels applies to --algo streamed over an imported directory \
-                 (terralod import makes one)"
+                "{flag} applies to --algo streamed over an imported directory (terralod \
+                 import makes one)"
             );
         }
         Ok(())
+    }
+
+    /// The tile cache's cap in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        u64::from(self.cache_mb.unwrap_or(1024)) << 20
+    }
+
+    /// Threads loading tiles.
+    pub fn loaders(&self) -> usize {
+        self.loader_threads.unwrap_or(2) as usize
     }
 
     pub fn detail(&self) -> DetailOptions {
@@ -110,12 +126,10 @@ impl StreamedTerrain {
         args: &StreamArgs,
         options: LodOptions,
     ) -> anyhow::Result<ReportingStream> {
-        let cache = TileCache::new(
-            self.tiled.clone(),
-            u64::from(args.cache_mb) << 20,
-            args.loader_threads as usize,
-        )
-        .with_context(|| format!("starting the tile cache of {}", self.tiled.dir().display()))?;
+        let cache = TileCache::new(self.tiled.clone(), args.cache_bytes(), args.loaders())
+            .with_context(|| {
+                format!("starting the tile cache of {}", self.tiled.dir().display())
+            })?;
         let tiles = DetailTiles::new(cache, args.detail())
             .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
         Ok(ReportingStream(StreamedLod::new(tiles, options)))

@@ -25,9 +25,9 @@ pub struct TerrainArgs {
     /// Size of a raw .r16/.r32/.f32 file, as WxH (a square is inferred from the length).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     pub raw_size: Option<(u32, u32)>,
-    /// Byte order of a raw file: little (le) or big (be).
-    #[arg(long, value_parser = str::parse::<ByteOrder>, default_value = "little")]
-    pub byte_order: ByteOrder,
+    /// Byte order of a raw file: little (le) or big (be) [default: little].
+    #[arg(long, value_parser = str::parse::<ByteOrder>)]
+    pub byte_order: Option<ByteOrder>,
     /// Largest number of samples a file may claim before it is refused unread.
     #[arg(
         long,
@@ -78,6 +78,28 @@ impl TerrainArgs {
         Ok(())
     }
 
+    /// Refuses the flags that only raw files or colour PNGs read when the file is of
+    /// another format (they would be ignored without a word).
+    fn refuse_unused_by(&self, format: Format, path: &Path) -> anyhow::Result<()> {
+        let raw = matches!(format, Format::Raw16 | Format::RawF32);
+        let unused = [
+            ("--raw-size", self.raw_size.is_some() && !raw),
+            ("--byte-order", self.byte_order.is_some() && !raw),
+            (
+                "--encoding",
+                self.encoding.is_some() && format != Format::Png,
+            ),
+        ];
+        if let Some((flag, _)) = unused.iter().find(|(_, unused)| *unused) {
+            anyhow::bail!(
+                "{}: {flag} does not apply to a {} file",
+                path.display(),
+                format.name()
+            );
+        }
+        Ok(())
+    }
+
     /// `stated` (a file's or a directory's mapping) with the flags given replacing its parts.
     pub fn mapping_over(&self, stated: WorldMapping) -> WorldMapping {
         WorldMapping {
@@ -91,7 +113,7 @@ impl TerrainArgs {
         LoadOptions {
             encoding: self.encoding,
             raw_size: self.raw_size,
-            byte_order: self.byte_order,
+            byte_order: self.byte_order.unwrap_or(ByteOrder::Little),
             max_samples: self.max_samples,
             format: self.format,
         }
@@ -113,6 +135,7 @@ impl TerrainArgs {
                 let loaded = io::load(path, &self.load_options());
                 bar.finish_and_clear();
                 let loaded = loaded?;
+                self.refuse_unused_by(loaded.source.format, path)?;
                 (
                     loaded.heightfield,
                     Some(loaded.source),

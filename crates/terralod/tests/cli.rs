@@ -182,6 +182,24 @@ fn bad_input_gets_one_clear_line() {
         &["info", raw.to_str().unwrap(), "--height-scale", "1e34"],
         "odd.r16",
     );
+    // Flags the file's format never reads are refused, not ignored.
+    let png = dir.path().join("small.png");
+    let pixels: Vec<u8> = (0..16 * 16).map(|i| (i % 200) as u8).collect();
+    image::save_buffer(&png, &pixels, 16, 16, image::ColorType::L8).unwrap();
+    let png = png.to_str().unwrap();
+    ok(&["info", png]);
+    for (flag, value) in [("--raw-size", "16x16"), ("--byte-order", "big")] {
+        let message = fails_naming(&["info", png, flag, value], "small.png");
+        assert!(
+            message.contains(&format!("{flag} does not apply to a png file")),
+            "{message}"
+        );
+    }
+    let message = fails_naming(
+        &["info", raw.to_str().unwrap(), "--encoding", "terrain-rgb"],
+        "odd.r16",
+    );
+    assert!(message.contains("--encoding does not apply"), "{message}");
 }
 
 /// Exits with code 2 (a usage error, as clap reports it) and names the flag.

@@ -217,7 +217,11 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
+        (
+            &["--max-error", "1", "--cache-mb", "8"],
+            "--cache-mb applies to --algo streamed",
+        ),
         (
             &[
                 "--pixel-error",

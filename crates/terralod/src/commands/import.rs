@@ -189,9 +189,14 @@ fn raw_source(
         height_scale: args.terrain.height_scale.unwrap_or(1.0),
         height_offset: args.terrain.height_offset.unwrap_or(0.0),
     };
-    let source =
-        tiles::RawFileSource::open(path, size, sample_type, args.terrain.byte_order, mapping)
-            .with_context(|| format!("opening {name}"))?;
+    let source = tiles::RawFileSource::open(
+        path,
+        size,
+        sample_type,
+        args.terrain.byte_order.unwrap_or_default(),
+        mapping,
+    )
+    .with_context(|| format!("opening {name}"))?;
     Ok((Box::new(source), name))
 }
 

@@ -104,7 +104,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         frames: frames.as_ref(),
     });
     let streamed = streams(args.terrain.file.as_deref(), entry.name);
-    args.stream.refuse_detail_unless(streamed.is_some())?;
+    args.stream.refuse_unless_streamed(streamed.is_some())?;
     let detail = args
         .lod
         .algorithm

@@ -56,7 +56,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     // camera then take a coarse level of it (the slots carry the drawn heights).
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
     args.stream
-        .refuse_detail_unless(terrain.streamed().is_some())?;
+        .refuse_unless_streamed(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let detail = detail_field

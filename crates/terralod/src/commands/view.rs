@@ -70,7 +70,7 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     // its planning level, and the other algorithms (switched to live) draw that level.
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
     args.stream
-        .refuse_detail_unless(terrain.streamed().is_some())?;
+        .refuse_unless_streamed(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let detail = detail_field

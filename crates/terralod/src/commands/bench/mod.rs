@@ -42,7 +42,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     pub frames: u32,
     /// Fly these poses instead: a JSON array of {"eye": [x, y, z], "target": [x, y, z]}.
-    #[arg(long, value_name = "FILE.json", conflicts_with = "speed")]
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["speed", "frames"])]
     pub path: Option<PathBuf>,
     /// Fly a low loop at this speed (world units per second) instead of the default tour,
     /// one frame every 1/--fps seconds: a real-time flight.
@@ -199,7 +199,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .as_deref()
         .filter(|f| f.is_dir() && !args.scaling)
         .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|name| name == "streamed"));
-    args.stream.refuse_detail_unless(streamed_dir.is_some())?;
+    args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
     let only_adaptive = args.algos.len() == 1 && args.algos[0] == "adaptive";
     let detail_field = args.algorithm.detail.load(
         if only_adaptive { "adaptive" } else { "" },

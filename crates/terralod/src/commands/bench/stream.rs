@@ -172,7 +172,7 @@ fn report(
         "algorithm": "streamed",
         "frames": frames.len(),
         "pixel_error": args.pixel_error,
-        "cache_mb": args.stream.cache_mb,
+        "cache_mb": args.stream.cache_bytes() >> 20,
         "paced_fps": args.speed.map(|_| args.fps),
         "select_ms": spread(|f| f.select_ms),
         "triangles": spread(|f| f.triangles as f64),

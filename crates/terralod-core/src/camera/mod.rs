@@ -88,9 +88,11 @@ pub enum CameraError {
         near: f32,
         far: f32,
     },
-    #[error("eye and target are both at {eye}: there is no view direction")]
+    #[error(
+        "eye and target are both at {eye} (or too close to tell apart): there is no view direction"
+    )]
     EyeAtTarget { eye: Vec3 },
-    #[error("vertical field of view {fov_y} rad is outside (0, π)")]
+    #[error("vertical field of view {fov_y} rad is outside [{MIN_FOV_Y}, π)")]
     FieldOfView { fov_y: f32 },
     #[error("near plane {near} must be greater than 0 and less than far plane {far}")]
     DepthRange { near: f32, far: f32 },
@@ -101,6 +103,10 @@ pub enum CameraError {
 /// How close to vertical the view direction may come before [`Camera::up`] switches to its
 /// fixed reference (the cross product with the world up axis gets too short to normalise).
 const VERTICAL_LIMIT: f32 = 1e-6;
+
+/// The narrowest vertical field of view, in radians (0.006°, a strong telescope's): below
+/// it pixels per radian grow past what the `f32` error bounds can square.
+pub const MIN_FOV_Y: f32 = 1e-4;
 
 impl Camera {
     /// A validated camera.
@@ -144,7 +150,7 @@ impl Camera {
         if direction.length_squared() == 0.0 || !direction.length_squared().is_finite() {
             return Err(CameraError::EyeAtTarget { eye: self.eye });
         }
-        if !(self.fov_y > 0.0 && self.fov_y < std::f32::consts::PI) {
+        if !(self.fov_y >= MIN_FOV_Y && self.fov_y < std::f32::consts::PI) {
             return Err(CameraError::FieldOfView { fov_y: self.fov_y });
         }
         if !(self.near > 0.0 && self.far > self.near) {

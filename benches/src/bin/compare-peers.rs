@@ -3,7 +3,11 @@
 //! data, at max errors 1, 2, 5, 10, 20 and 50 m; every mesh measured by the testkit oracle.
 //!
 //! Run: `cargo run --release -p terralod-benches --bin compare-peers -- [--runs N]
-//! [--quick] [--out DIR]`. Writes `DIR/peers-comparison.md` (tables),
+//! [--quick] [--out DIR] [--max-errors 1,2,5] [--file PATH ... [--side N] [--cell-size M]
+//! [--height-scale S] [--height-offset O]]`. `--file` (repeatable; any format `terralod`
+//! loads) compares on those terrains instead of the shared data: each is cut to its
+//! centred `N × N` window, `N = 2^k + 1` (default: the largest that fits), under the
+//! file's own mapping or the flags'. Writes `DIR/peers-comparison.md` (tables),
 //! `DIR/peers-comparison.json` (raw numbers) and `DIR/peers-vertices-vs-error.svg`
 //! (vertices against measured error, log-log); `DIR` defaults to `docs`. `--quick` runs the
 //! Boulder grid only. Timings are medians of `--runs` runs (default 3; 1 for a delatin run
@@ -24,6 +28,7 @@ use terralod_core::lod::{LodAlgorithm, LodOptions, REGISTRY, View};
 use terralod_core::pyramid::Pyramid;
 use terralod_core::simplify::simplify;
 
+/// The max errors of the issue's comparison (`--max-errors` replaces them).
 const MAX_ERRORS: [f64; 6] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0];
 /// The algorithm whose mesh the simplification pass starts from, and the tool's name.
 const SIMPLIFIED_SEED: &str = "bintree";
@@ -58,6 +63,7 @@ struct Row {
 struct Report {
     command: String,
     threads: usize,
+    max_errors: Vec<f64>,
     datasets: Vec<DatasetInfo>,
     rows: Vec<Row>,
 }
@@ -76,15 +82,41 @@ struct Options {
     runs: usize,
     quick: bool,
     out: PathBuf,
+    max_errors: Vec<f64>,
+    /// Terrains to compare on instead of the shared data.
+    files: Vec<PathBuf>,
+    /// Window side for `files` (`2^k + 1`); `None`: the largest that fits.
+    side: Option<u32>,
+    cell_size: Option<f32>,
+    height_scale: Option<f32>,
+    height_offset: Option<f32>,
 }
+
+const USAGE: &str = "usage: compare-peers [--runs N] [--quick] [--out DIR] [--max-errors \
+                     M1,M2,...] [--file PATH ... [--side N] [--cell-size M] [--height-scale S] \
+                     [--height-offset O]]";
 
 fn parse_args() -> Result<Options, String> {
     let mut options = Options {
         runs: 3,
         quick: false,
         out: PathBuf::from("docs"),
+        max_errors: MAX_ERRORS.to_vec(),
+        files: Vec::new(),
+        side: None,
+        cell_size: None,
+        height_scale: None,
+        height_offset: None,
     };
     let mut args = std::env::args().skip(1);
+    let number = |flag: &str, value: Option<String>| -> Result<f32, String> {
+        let value = value.ok_or_else(|| format!("{flag} needs a number"))?;
+        value
+            .parse::<f32>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("{flag} {value}: not a finite number"))
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => options.quick = true,
@@ -97,10 +129,88 @@ fn parse_args() -> Result<Options, String> {
                     .ok_or_else(|| format!("--runs {value}: not a positive number"))?;
             }
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a folder")?),
+            "--max-errors" => {
+                let value = args.next().ok_or("--max-errors needs a list, like 1,2,5")?;
+                options.max_errors = value
+                    .split(',')
+                    .map(|m| m.trim().parse::<f64>().ok().filter(|m| m.is_finite() && *m > 0.0))
+                    .collect::<Option<Vec<f64>>>()
+                    .filter(|list| !list.is_empty())
+                    .ok_or_else(|| format!("--max-errors {value}: not a list of positive numbers"))?;
+            }
+            "--file" => options.files.push(PathBuf::from(args.next().ok_or("--file needs a path")?)),
+            "--side" => {
+                let value = args.next().ok_or("--side needs a number")?;
+                options.side = Some(
+                    value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n >= 3 && (n - 1).is_power_of_two())
+                        .ok_or_else(|| format!("--side {value}: not 2^k + 1 (3, 5, 9, ..., 513, ...)"))?,
+                );
+            }
+            "--cell-size" => options.cell_size = Some(number("--cell-size", args.next())?),
+            "--height-scale" => options.height_scale = Some(number("--height-scale", args.next())?),
+            "--height-offset" => options.height_offset = Some(number("--height-offset", args.next())?),
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    let file_flags = options.side.is_some()
+        || options.cell_size.is_some()
+        || options.height_scale.is_some()
+        || options.height_offset.is_some();
+    if options.files.is_empty() && file_flags {
+        return Err("--side and the mapping flags apply to --file terrains".into());
+    }
     Ok(options)
+}
+
+/// The centred `2^k + 1` window of a terrain given with `--file`, under its mapping or the
+/// flags'.
+fn file_dataset(
+    options: &Options,
+    path: &std::path::Path,
+) -> Result<(String, String, String, Heightfield), Box<dyn std::error::Error>> {
+    let loaded = terralod_core::io::load(path, &terralod_core::io::LoadOptions::default())?;
+    let stated = loaded.heightfield.mapping();
+    let mapping = terralod_core::heightfield::WorldMapping {
+        cell_size: options.cell_size.unwrap_or(stated.cell_size),
+        height_scale: options.height_scale.unwrap_or(stated.height_scale),
+        height_offset: options.height_offset.unwrap_or(stated.height_offset),
+    };
+    let field = loaded.heightfield.with_mapping(mapping)?;
+    let fits = field.width().min(field.height());
+    let side = match options.side {
+        Some(side) if side <= fits => side,
+        Some(side) => {
+            return Err(format!(
+                "{}: --side {side} does not fit its {} x {} samples",
+                path.display(),
+                field.width(),
+                field.height()
+            )
+            .into());
+        }
+        None if fits >= 3 => (1u32 << (31 - (fits - 1).leading_zeros())) + 1,
+        None => return Err(format!("{}: smaller than 3 x 3 samples", path.display()).into()),
+    };
+    let (col, row) = ((field.width() - side) / 2, (field.height() - side) / 2);
+    let grid = cut_square(&field, col, row, side)?;
+    let stem = path
+        .file_stem()
+        .map_or("file".into(), |s| s.to_string_lossy().into_owned());
+    Ok((
+        format!("{stem}-{side}"),
+        format!(
+            "{} ({} m cells, {} m/unit, offset {} m)",
+            path.display(),
+            mapping.cell_size,
+            mapping.height_scale,
+            mapping.height_offset
+        ),
+        format!("centre {side} x {side} (columns {col}..={}, rows {row}..={})", col + side - 1, row + side - 1),
+        grid,
+    ))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -111,7 +221,7 @@ fn main() {
     let options = match parse_args() {
         Ok(options) => options,
         Err(message) => {
-            eprintln!("error: {message}\nusage: compare-peers [--runs N] [--quick] [--out DIR]");
+            eprintln!("error: {message}\n{USAGE}");
             std::process::exit(2);
         }
     };
@@ -122,25 +232,31 @@ fn main() {
 }
 
 fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
-    let mut datasets = Vec::new();
-    if let Some(field) = load_boulder() {
+    let mut datasets: Vec<(String, String, String, Heightfield)> = Vec::new();
+    for path in &options.files {
+        datasets.push(file_dataset(options, path)?);
+    }
+    if options.files.is_empty()
+        && let Some(field) = load_boulder()
+    {
         let grid = cut_square(&field, 0, 0, 513)?;
         datasets.push((
-            "boulder-513",
-            "srtm3_boulder_co_758.png (80 m, 0.1 m/unit)",
-            "top-left 513 x 513",
+            "boulder-513".into(),
+            "srtm3_boulder_co_758.png (80 m, 0.1 m/unit)".into(),
+            "top-left 513 x 513".into(),
             grid,
         ));
     }
-    if !options.quick
+    if options.files.is_empty()
+        && !options.quick
         && let Some(field) = load_gcanyon()
     {
         let col = (field.width() - 2049) / 2;
         let grid = cut_square(&field, col, 0, 2049)?;
         datasets.push((
-            "gcanyon-2049",
-            "gcanyon_4097x2049_8bit.png (60 m, 10 m/unit)",
-            "centre 2049 x 2049 (columns 1024..=3072)",
+            "gcanyon-2049".into(),
+            "gcanyon_4097x2049_8bit.png (60 m, 10 m/unit)".into(),
+            "centre 2049 x 2049 (columns 1024..=3072)".into(),
             grid,
         ));
     }
@@ -152,7 +268,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let mut infos = Vec::new();
     for (name, source, window, field) in &datasets {
         eprintln!("== {name}");
-        let pyramid_time = compare(name, field, options.runs, &mut rows)?;
+        let pyramid_time = compare(name, field, options.runs, &options.max_errors, &mut rows)?;
         let mapping = field.mapping();
         infos.push(DatasetInfo {
             name: name.to_string(),
@@ -166,6 +282,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let report = Report {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        max_errors: options.max_errors.clone(),
         datasets: infos,
         rows,
     };
@@ -192,6 +309,7 @@ fn compare(
     dataset: &str,
     field: &Heightfield,
     runs: usize,
+    max_errors: &[f64],
     rows: &mut Vec<Row>,
 ) -> Result<Duration, PeerError> {
     let row = |tool: &str, measured: Measured, prepare: Duration, mesh: Duration| Row {
@@ -234,7 +352,7 @@ fn compare(
             eprintln!("{}: not error-bounded, left out", entry.name);
             continue;
         }
-        for m in MAX_ERRORS {
+        for &m in max_errors {
             let view = View::world_error(m as f32)?;
             let (select_time, _) = median_time(runs, || algorithm.select(&view).triangle_count());
             let mesh = terralod_mesh(algorithm.as_mut(), field, m as f32)?;
@@ -308,7 +426,7 @@ fn compare(
     let heights = world_heights(field);
     let (martini_prepare, terrain) = median_time(runs, || MartiniTerrain::new(field, &heights));
     let mut terrain = terrain?;
-    for m in MAX_ERRORS {
+    for &m in max_errors {
         let (mesh_time, _) = median_time(runs, || terrain.mesh_raw(m));
         let mesh = terrain.mesh(field, m);
         let r = row(
@@ -332,7 +450,7 @@ fn compare(
     }
 
     // delatin: one call does everything.
-    for m in MAX_ERRORS {
+    for &m in max_errors {
         let (first, raw) = median_time(1, || delatin_raw(field, &heights, m));
         let raw = raw?;
         let time = if first > Duration::from_secs(5) {
@@ -388,7 +506,7 @@ fn tables(report: &Report) -> String {
         );
         out += "| M (m) | tool | vertices | triangles | measured max (m) | p99 (m) | prepare (ms) \
                 | mesh (ms) | total (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
-        for m in MAX_ERRORS {
+        for &m in &report.max_errors {
             for r in rows.iter().filter(|r| {
                 &r.dataset == d && r.measured.requested_error == m && r.measured_bound.is_none()
             }) {
@@ -418,7 +536,7 @@ fn tables(report: &Report) -> String {
                  time / {name} time | {name} tight-bound estimate vertices (requested) |\n\
                  | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
             );
-            for m in MAX_ERRORS {
+            for &m in &report.max_errors {
                 let (Some(t), Some(mc), Some(mr), Some(dl)) = (
                     find(rows, d, name, m),
                     find_bound(rows, d, "martini (measured <= M)", m),
@@ -459,7 +577,7 @@ fn tables(report: &Report) -> String {
                     .collect()
             };
             let (martini_curve, delatin_curve) = (curve("martini"), curve("delatin"));
-            for m in MAX_ERRORS {
+            for &m in &report.max_errors {
                 let Some(t) = find(rows, d, name, m) else {
                     continue;
                 };
@@ -481,7 +599,7 @@ fn tables(report: &Report) -> String {
                 "\nWhere {name}'s triangles go (triangles by the side, in cells, of the node that \
                  drew them):\n\n| M (m) | by node side |\n| --- | --- |\n"
             );
-            for m in MAX_ERRORS {
+            for &m in &report.max_errors {
                 let Some(t) = find(rows, d, name, m) else {
                     continue;
                 };

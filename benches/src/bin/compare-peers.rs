@@ -133,12 +133,21 @@ fn parse_args() -> Result<Options, String> {
                 let value = args.next().ok_or("--max-errors needs a list, like 1,2,5")?;
                 options.max_errors = value
                     .split(',')
-                    .map(|m| m.trim().parse::<f64>().ok().filter(|m| m.is_finite() && *m > 0.0))
+                    .map(|m| {
+                        m.trim()
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|m| m.is_finite() && *m > 0.0)
+                    })
                     .collect::<Option<Vec<f64>>>()
                     .filter(|list| !list.is_empty())
-                    .ok_or_else(|| format!("--max-errors {value}: not a list of positive numbers"))?;
+                    .ok_or_else(|| {
+                        format!("--max-errors {value}: not a list of positive numbers")
+                    })?;
             }
-            "--file" => options.files.push(PathBuf::from(args.next().ok_or("--file needs a path")?)),
+            "--file" => options
+                .files
+                .push(PathBuf::from(args.next().ok_or("--file needs a path")?)),
             "--side" => {
                 let value = args.next().ok_or("--side needs a number")?;
                 options.side = Some(
@@ -146,12 +155,16 @@ fn parse_args() -> Result<Options, String> {
                         .parse::<u32>()
                         .ok()
                         .filter(|n| *n >= 3 && (n - 1).is_power_of_two())
-                        .ok_or_else(|| format!("--side {value}: not 2^k + 1 (3, 5, 9, ..., 513, ...)"))?,
+                        .ok_or_else(|| {
+                            format!("--side {value}: not 2^k + 1 (3, 5, 9, ..., 513, ...)")
+                        })?,
                 );
             }
             "--cell-size" => options.cell_size = Some(number("--cell-size", args.next())?),
             "--height-scale" => options.height_scale = Some(number("--height-scale", args.next())?),
-            "--height-offset" => options.height_offset = Some(number("--height-offset", args.next())?),
+            "--height-offset" => {
+                options.height_offset = Some(number("--height-offset", args.next())?)
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -208,7 +221,11 @@ fn file_dataset(
             mapping.height_scale,
             mapping.height_offset
         ),
-        format!("centre {side} x {side} (columns {col}..={}, rows {row}..={})", col + side - 1, row + side - 1),
+        format!(
+            "centre {side} x {side} (columns {col}..={}, rows {row}..={})",
+            col + side - 1,
+            row + side - 1
+        ),
         grid,
     ))
 }

@@ -137,6 +137,11 @@ pub fn overview(field: &Heightfield) -> (Vec3, Vec3) {
 
 /// A far plane beyond the farthest corner of the terrain's box seen from `eye`.
 pub fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
+    (farthest_corner(field, eye) * 1.01).max(2.0 * near)
+}
+
+/// The distance from `eye` to the farthest corner of the terrain's box.
+fn farthest_corner(field: &Heightfield, eye: Vec3) -> f32 {
     let (w, d) = field.world_size();
     let (lo, hi) = field.world_range();
     let mut farthest = 0.0f32;
@@ -147,15 +152,15 @@ pub fn default_far(field: &Heightfield, eye: Vec3, near: f32) -> f32 {
             }
         }
     }
-    (farthest * 1.01).max(2.0 * near)
+    farthest
 }
 
 /// [`default_far`], refused with the reason when it overflows `f32` (an eye or a terrain
 /// extent too large for `f32` distances), which the camera would otherwise report as a
 /// bad flag.
 fn checked_far(field: &Heightfield, eye: Vec3, near: f32) -> anyhow::Result<f32> {
-    let far = default_far(field, eye, near);
-    if !far.is_finite() {
+    // The terrain's part only: a near plane too large for f32 is the camera's to report.
+    if !(farthest_corner(field, eye) * 1.01).is_finite() {
         let (w, d) = field.world_size();
         let (lo, hi) = field.world_range();
         bail!(
@@ -165,7 +170,7 @@ fn checked_far(field: &Heightfield, eye: Vec3, near: f32) -> anyhow::Result<f32>
             eye.to_array()
         );
     }
-    Ok(far)
+    Ok(default_far(field, eye, near))
 }
 
 /// Parses `X,Y,Z` (for example `100,2500,-30.5`).

@@ -76,7 +76,7 @@ fn one_line(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
-        if line.ends_with(&text) {
+        if line == text || line.ends_with(&format!(": {text}")) {
             continue;
         }
         if !line.is_empty() {
@@ -107,5 +107,8 @@ mod tests {
         assert_eq!(super::one_line(&error), "importing x: out: File exists");
         let plain = anyhow::anyhow!("root").context("middle").context("top");
         assert_eq!(super::one_line(&plain), "top: middle: root");
+        // A cause that only looks like the line's tail is kept.
+        let tail = anyhow::anyhow!("1").context("reading tile 1");
+        assert_eq!(super::one_line(&tail), "reading tile 1: 1");
     }
 }

@@ -94,6 +94,7 @@ impl StreamedTerrain {
     /// their parts of it (the tiles store raw samples, so this is the terrain imported with
     /// that mapping). A plan level with a bad tile is skipped for the next coarser one.
     pub fn open(dir: &Path, terrain: &TerrainArgs) -> anyhow::Result<StreamedTerrain> {
+        terrain.refuse_unused_by(None, dir)?;
         let tiled =
             TiledTerrain::open(dir).with_context(|| format!("opening {}", dir.display()))?;
         let mapping = terrain.mapping_over(tiled.header().mapping);
@@ -252,9 +253,11 @@ pub const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Selects `view` until no requested tile is still loading (each one resident or failed),
 /// so a single image or export shows the data the view asks for; gives up after `limit`,
-/// or as soon as the cache is seen evicting and reloading tiles the view keeps asking for
-/// (its budget cannot hold them: it would never settle). Failed tiles are reported once
-/// each on stderr. Returns the number of selections made.
+/// or as soon as the cache has evicted tiles while loading more than twice what it holds
+/// (plus 32) for this one view: a view that fits loads each tile it needs once, coarse to
+/// fine at most 4/3 of its finest set, so its budget cannot hold the view and it would
+/// never settle. Failed tiles are reported once each on stderr. Returns the number of
+/// selections made.
 pub fn settle(
     algorithm: &mut ReportingStream,
     view: &View,

@@ -79,23 +79,24 @@ impl TerrainArgs {
     }
 
     /// Refuses the flags that only raw files or colour PNGs read when the file is of
-    /// another format (they would be ignored without a word).
-    fn refuse_unused_by(&self, format: Format, path: &Path) -> anyhow::Result<()> {
-        let raw = matches!(format, Format::Raw16 | Format::RawF32);
+    /// another format, or is an imported directory (`format` `None`): they would be
+    /// ignored without a word.
+    pub fn refuse_unused_by(&self, format: Option<Format>, path: &Path) -> anyhow::Result<()> {
+        let raw = matches!(format, Some(Format::Raw16 | Format::RawF32));
         let unused = [
             ("--raw-size", self.raw_size.is_some() && !raw),
             ("--byte-order", self.byte_order.is_some() && !raw),
             (
                 "--encoding",
-                self.encoding.is_some() && format != Format::Png,
+                self.encoding.is_some() && format != Some(Format::Png),
             ),
+            ("--format", self.format.is_some() && format.is_none()),
         ];
         if let Some((flag, _)) = unused.iter().find(|(_, unused)| *unused) {
-            anyhow::bail!(
-                "{}: {flag} does not apply to a {} file",
-                path.display(),
-                format.name()
-            );
+            let what = format.map_or("an imported directory".to_owned(), |f| {
+                format!("a {} file", f.name())
+            });
+            anyhow::bail!("{}: {flag} does not apply to {what}", path.display());
         }
         Ok(())
     }
@@ -123,6 +124,7 @@ impl TerrainArgs {
     pub fn load(&self) -> anyhow::Result<Terrain> {
         let (field, source, name) = match &self.file {
             Some(path) if path.is_dir() => {
+                self.refuse_unused_by(None, path)?;
                 let bar = progress::spinner(format!("assembling {}", path.display()));
                 let field = TiledTerrain::open(path)
                     .and_then(|tiled| tiled.to_heightfield(0, self.max_samples));
@@ -135,7 +137,7 @@ impl TerrainArgs {
                 let loaded = io::load(path, &self.load_options());
                 bar.finish_and_clear();
                 let loaded = loaded?;
-                self.refuse_unused_by(loaded.source.format, path)?;
+                self.refuse_unused_by(Some(loaded.source.format), path)?;
                 (
                     loaded.heightfield,
                     Some(loaded.source),

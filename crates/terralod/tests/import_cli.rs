@@ -100,6 +100,11 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
         (span(&mapped) / span(&info) - 2.0).abs() < 1e-3,
         "{mapped} against {info}"
     );
+    // The file flags mean nothing for a directory.
+    fails_naming(
+        &["info", out_arg, "--raw-size", "8x8"],
+        "--raw-size does not apply to an imported directory",
+    );
 
     fails_naming(&args, "not empty");
     let mut forced = args.to_vec();

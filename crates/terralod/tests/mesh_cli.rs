@@ -844,6 +844,34 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
             "'{needle}' missing from: {message}"
         );
     }
+    for never in ["never-{frame}.obj", "never-0.obj"] {
+        assert!(!dir.path().join(never).exists(), "{never} written");
+    }
+    // A patch pool too small for a frame of the walk is named with the frame, before that
+    // frame is written.
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--cell-size",
+        "10",
+        "--algo",
+        "patches",
+        "--pool-capacity",
+        "1",
+        "--pixel-error",
+        "1",
+        "--size",
+        "640x360",
+        "--path",
+        &walk_arg,
+        "--out",
+        &never,
+    ]);
+    let message = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("exhausted at frame 0 of"), "{message}");
     assert!(!dir.path().join("never-0.obj").exists());
 }
 

@@ -49,7 +49,8 @@ fn new_rejects_unusable_cameras() {
         Camera::new(eye, eye, 1.0, (640, 480), 0.1, 100.0),
         Err(CameraError::EyeAtTarget { eye })
     );
-    for fov_y in [0.0, -1.0, std::f32::consts::PI, 4.0] {
+    assert!(Camera::new(eye, target, MIN_FOV_Y, (640, 480), 0.1, 100.0).is_ok());
+    for fov_y in [0.0, -1.0, 0.99 * MIN_FOV_Y, std::f32::consts::PI, 4.0] {
         assert_eq!(
             Camera::new(eye, target, fov_y, (640, 480), 0.1, 100.0),
             Err(CameraError::FieldOfView { fov_y })

@@ -1051,9 +1051,10 @@ mod tests {
         }
     }
 
-    /// The unit projection of a box, grown by `g`, is the bound over the grown box (to the
-    /// f32 rounding of the other order of operations), infinite where the grown box reaches
-    /// the near plane, and nothing for a world-error view.
+    /// The unit projection of a box, grown by `g`, is the plain bound over the grown box (to
+    /// the f32 rounding of the other order of operations), infinite where the grown box
+    /// reaches the near plane, and nothing for a world-error view. (The view-angle-aware
+    /// variant calls the bound on the grown box itself; it is run here for its growth.)
     #[test]
     fn a_unit_projection_grows_as_the_grown_box_s_bound() {
         let camera = Camera::new(

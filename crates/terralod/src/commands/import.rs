@@ -78,7 +78,14 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
                 );
             }
             match raw_format(args, path) {
-                Some(sample_type) => raw_source(args, path, sample_type)?,
+                Some(sample_type) => {
+                    let format = match sample_type {
+                        tiles::SampleType::U16 => Format::Raw16,
+                        _ => Format::RawF32,
+                    };
+                    args.terrain.refuse_unused_by(Some(format), path)?;
+                    raw_source(args, path, sample_type)?
+                }
                 None => {
                     let terrain = args.terrain.load()?;
                     (Box::new(terrain.heightfield), terrain.name)

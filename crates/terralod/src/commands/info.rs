@@ -183,6 +183,7 @@ struct TiledReport {
 /// Describes an imported directory under the mapping flags given, as the other commands
 /// draw it (the tiles store raw samples; the header's range is mapped with them).
 fn run_tiled(dir: &std::path::Path, flags: &TerrainArgs, json: bool) -> anyhow::Result<()> {
+    flags.refuse_unused_by(None, dir)?;
     let terrain = terralod_core::tiles::TiledTerrain::open(dir)?;
     let mapping = flags.mapping_over(terrain.header().mapping);
     let terrain = terrain.with_mapping(mapping).with_context(|| {

@@ -33,7 +33,8 @@ pub struct MeshArgs {
     /// A scripted camera walk, JSON as `bench --path` reads it (`[{"eye": [x, y, z],
     /// "target": [x, y, z]}, ...]`): one selection per pose in order, the algorithm's state
     /// carried from frame to frame as a running application draws them. --fov-y, --size,
-    /// --near and --far apply to every pose; the summary is the last frame's.
+    /// --near and --far apply to every pose; the summary is the last frame's, as walked
+    /// (its select_ms included: no warm-up selection).
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["eye", "target", "max_error"])]
     pub path: Option<PathBuf>,
     /// With --max-error: remove vertices from the selected mesh while every sample stays
@@ -302,8 +303,20 @@ fn select_loaded(
     let mut mesh = GridMesh::default();
     for (frame, view) in views.iter().enumerate() {
         let selection = algorithm.select(view);
-        if frame == last || walk.is_some_and(Walk::writes_frames) {
-            let drawn = selection.to_mesh(field);
+        let wanted = frame == last || walk.is_some_and(Walk::writes_frames);
+        let drawn = wanted.then(|| selection.to_mesh(field));
+        // A split the pool refused leaves a patch coarser than the tolerance asks for.
+        if let Some(pool) = algorithm.stats().patches.filter(|p| p.refused_splits > 0) {
+            let at = walk.map_or(String::new(), |w| {
+                format!(" at frame {frame} of {}", w.path.display())
+            });
+            bail!(
+                "the pool of {} patches is exhausted{at}: the mesh would keep coarser patches \
+                 than the tolerance asks for; raise --pool-capacity",
+                pool.capacity
+            );
+        }
+        if let Some(drawn) = drawn {
             if let Some(walk) = walk {
                 walk.frame_done(frame, &drawn, &mapping)?;
             }
@@ -312,13 +325,6 @@ fn select_loaded(
     }
     let view = &views[last];
     let stats = *algorithm.stats();
-    if let Some(pool) = stats.patches.filter(|p| p.exhausted) {
-        bail!(
-            "the pool of {} patches is exhausted: the mesh would keep coarser patches than the \
-             tolerance asks for; raise --pool-capacity",
-            pool.capacity
-        );
-    }
     let mut extra: Vec<_> = detail
         .as_ref()
         .map(|d| {
@@ -395,6 +401,7 @@ fn select_streamed(
         }
     }
     let view = last;
+    let failed_before = algorithm.0.source().inner().stats().failures;
     let selections = settle(&mut algorithm, view, SETTLE_LIMIT)?;
     let selection = algorithm.select(view);
     let mesh = selection
@@ -406,12 +413,17 @@ fn select_streamed(
     let stream = *algorithm.0.stream_stats();
     let tiles = algorithm.0.source();
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
-    let tolerance_held = cache.failures == 0 && stream.blocks_held_back == 0;
+    // Blocks drawn coarser than wanted: their tiles failed (now or at an earlier pose of a
+    // walk; a failed tile is never asked for again) or were not resident.
+    let tolerance_held = stream.blocks_held_back == 0;
     if !tolerance_held {
+        let failed = cache.failures - failed_before;
         eprintln!(
-            "{}: {} tiles failed; the mesh keeps their coarser level there, so the tolerance \
-             is not held everywhere (\"tolerance_held\": false)",
+            "{}: {} blocks drawn from a coarser level ({failed} tiles failed while this view \
+             settled, {} in all), so the tolerance is not held everywhere \
+             (\"tolerance_held\": false)",
             dir.display(),
+            stream.blocks_held_back,
             cache.failures
         );
     }

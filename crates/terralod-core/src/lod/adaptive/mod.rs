@@ -110,14 +110,13 @@
 mod detail;
 mod records;
 mod render;
+use render::{Emitted, RenderBuffers};
 mod tree;
 mod update;
 
 pub use detail::{Detail, DetailError};
 
-use super::{
-    GridVertices, LodAlgorithm, LodOptions, MorphedHeight, Selection, SelectionStats, View,
-};
+use super::{GridVertices, LodAlgorithm, LodOptions, Selection, SelectionStats, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::Heightfield;
 use crate::pyramid::Pyramid;
@@ -125,7 +124,7 @@ use crate::rounding::round_down;
 use render::Morpher;
 use std::marker::PhantomData;
 use std::time::Instant;
-use tree::{OUTSIDE, Sq, SquareTree};
+use tree::{Sq, SquareTree};
 use update::{ENABLED, WANTED};
 
 // Issue 7 aims below 32 bytes a square (the article reached 36).
@@ -451,13 +450,11 @@ pub struct AdaptiveLod<'a> {
     full: bool,
     enabled: usize,
     vertices: GridVertices,
-    indices: Vec<u32>,
-    morphs: Vec<MorphedHeight>,
+    /// What the last selection drew.
+    emitted: Emitted,
+    render_buffers: RenderBuffers,
     /// With local detail: which drawn positions the grid's own heights do not give.
     fine: Option<FineGrid>,
-    /// Squares that drew triangles in the last selection.
-    /// (boxes grown to the drawn heights, which geomorphing can move out of them).
-    drawn: Vec<Aabb>,
     stats: SelectionStats,
 }
 
@@ -581,10 +578,9 @@ impl<'a> AdaptiveLod<'a> {
             enabled: 1,
             vertices,
             tree,
-            indices: Vec::new(),
-            morphs: Vec::new(),
+            emitted: Emitted::default(),
+            render_buffers: RenderBuffers::default(),
             fine,
-            drawn: Vec::new(),
             stats: SelectionStats::default(),
         }
     }
@@ -717,9 +713,6 @@ impl LodAlgorithm for AdaptiveLod<'_> {
         let started = Instant::now();
         self.stats = SelectionStats::default();
         self.update(view);
-        self.indices.clear();
-        self.morphs.clear();
-        self.drawn.clear();
         let frustum = if view.cull() { view.frustum() } else { None };
         let morpher = Morpher {
             view,
@@ -742,22 +735,29 @@ impl LodAlgorithm for AdaptiveLod<'_> {
         };
         let root = self.tree.root_corners;
         let side = self.tree.levels[0].size;
+        let mut emitted = std::mem::take(&mut self.emitted);
+        emitted.clear();
         for (k, (col, row)) in [(0, 0), (side, 0), (0, side), (side, side)]
             .into_iter()
             .enumerate()
         {
             // Drawn by every square at that corner, listed once (with local detail).
-            self.push_morph(crate::heightfield::GridPos::new(col, row), root[k], root[k]);
+            let corner = crate::heightfield::GridPos::new(col, row);
+            self.push_morph(&mut emitted, corner, root[k], root[k]);
         }
         // An edge vertex drawn by both its squares is listed by both, with the same height
         // (consumers take either; sorting them out cost 8 % of a frame).
-        self.render(frustum, &morpher, Sq::ROOT, &[OUTSIDE; 4], root);
-        self.stats.triangles = (self.indices.len() / 3) as u64;
+        let mut buffers = std::mem::take(&mut self.render_buffers);
+        self.render_all(&mut emitted, &mut buffers, frustum, &morpher, root);
+        self.render_buffers = buffers;
+        self.emitted = emitted;
+        self.stats.nodes_drawn = self.emitted.nodes_drawn;
+        self.stats.triangles = (self.emitted.indices.len() / 3) as u64;
         self.stats.select_time = started.elapsed();
         Selection::Triangles {
             vertices: self.vertices,
-            indices: &self.indices,
-            morphs: &self.morphs,
+            indices: &self.emitted.indices,
+            morphs: &self.emitted.morphs,
         }
     }
 
@@ -770,7 +770,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
-        out.extend_from_slice(&self.drawn);
+        out.extend_from_slice(&self.emitted.drawn);
     }
 }
 

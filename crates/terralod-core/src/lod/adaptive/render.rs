@@ -36,7 +36,7 @@
 //! frame's surface lacked for this one.
 
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
-use super::tree::{ABSENT, Sq, side_error};
+use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
 use super::update::ENABLED;
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
@@ -154,17 +154,141 @@ impl Morpher<'_> {
 /// algorithm Q's fans): the side, and the quadrants of its first and second half.
 const EDGES: [(usize, u32, u32); 4] = [(WEST, 0, 2), (SOUTH, 2, 3), (EAST, 3, 1), (NORTH, 1, 0)];
 
+/// What Render() emits: triangles, morphed heights and the boxes of the squares that drew
+/// triangles (grown to their drawn heights, which geomorphing can move out of the stored
+/// box). One for the whole selection, one per subtree walked in parallel.
+#[derive(Debug, Default)]
+pub(super) struct Emitted {
+    pub indices: Vec<u32>,
+    pub morphs: Vec<MorphedHeight>,
+    pub drawn: Vec<Aabb>,
+    pub nodes_drawn: u64,
+}
+
+impl Emitted {
+    pub fn clear(&mut self) {
+        self.indices.clear();
+        self.morphs.clear();
+        self.drawn.clear();
+        self.nodes_drawn = 0;
+    }
+
+    fn append(&mut self, other: &Emitted) {
+        self.indices.extend_from_slice(&other.indices);
+        self.morphs.extend_from_slice(&other.morphs);
+        self.drawn.extend_from_slice(&other.drawn);
+        self.nodes_drawn += other.nodes_drawn;
+    }
+}
+
+/// Depth at which the walk hands subtrees to rayon: up to `4^d` of them (256), enough for
+/// it to balance a view that sees one corner of the terrain, few enough that gathering
+/// their output costs little.
+const PARALLEL_DEPTH: u32 = 4;
+
+/// Enabled squares from which the subtrees are walked in parallel. Below, rayon's
+/// overhead outweighs the walk; above, its job queue allocates a block of job slots once
+/// every few dozen frames (the only allocation of a warmed-up frame, amortised to none).
+pub(super) const PARALLEL_SQUARES: usize = 16_384;
+
+/// A subtree left for the parallel part of the walk: its root square, neighbours, drawn
+/// corner heights, and the frustum its box still has to be tested against.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Subtree {
+    sq: Sq,
+    around: [u32; 4],
+    corners: [f32; 4],
+    /// Whether the box must still be tested (else it lies wholly inside the frustum).
+    cull: bool,
+}
+
+/// Where the walk stops to leave subtrees for the parallel part (`None`: it walks all).
+struct Split<'s> {
+    depth: u32,
+    subtrees: &'s mut Vec<Subtree>,
+}
+
+/// Render()'s buffers, kept across frames for their capacity.
+#[derive(Debug, Default)]
+pub(super) struct RenderBuffers {
+    subtrees: Vec<Subtree>,
+    parts: Vec<Emitted>,
+}
+
 impl AdaptiveLod<'_> {
+    /// Render(): emits the enabled squares into `out` from the root (drawn corner heights
+    /// `corners`): the squares above [`PARALLEL_DEPTH`] in one walk, the subtrees below it
+    /// in parallel, each into a part of `buffers` appended in order, so the output is the
+    /// same on any number of threads.
+    pub(super) fn render_all(
+        &self,
+        out: &mut Emitted,
+        buffers: &mut RenderBuffers,
+        frustum: Option<&Frustum>,
+        morpher: &Morpher<'_>,
+        corners: [f32; 4],
+    ) {
+        use rayon::prelude::*;
+        buffers.subtrees.clear();
+        let mut split = Split {
+            depth: PARALLEL_DEPTH,
+            subtrees: &mut buffers.subtrees,
+        };
+        self.render(
+            out,
+            frustum,
+            morpher,
+            Sq::ROOT,
+            &[OUTSIDE; 4],
+            corners,
+            Some(&mut split),
+        );
+        let count = buffers.subtrees.len();
+        if buffers.parts.len() < count {
+            buffers.parts.resize_with(count, Emitted::default);
+        }
+        let parts = &mut buffers.parts[..count];
+        let walk = |(part, subtree): (&mut Emitted, &Subtree)| {
+            part.clear();
+            let frustum = frustum.filter(|_| subtree.cull);
+            self.render(
+                part,
+                frustum,
+                morpher,
+                subtree.sq,
+                &subtree.around,
+                subtree.corners,
+                None,
+            );
+        };
+        // The same parts either way, so the same output.
+        if self.enabled >= PARALLEL_SQUARES {
+            parts
+                .par_iter_mut()
+                .zip(buffers.subtrees.par_iter())
+                .for_each(walk);
+        } else {
+            parts.iter_mut().zip(buffers.subtrees.iter()).for_each(walk);
+        }
+        for part in parts.iter() {
+            out.append(part);
+        }
+    }
+
     /// Emits the enabled square `sq` (neighbours `around`) and its enabled descendants,
-    /// drawn corner heights `corners` (north-west, north-east, south-west, south-east);
-    /// culls whole subtrees whose box is outside `frustum`.
-    pub(super) fn render(
-        &mut self,
+    /// drawn corner heights `corners` (north-west, north-east, south-west, south-east),
+    /// into `out`; culls whole subtrees whose box is outside `frustum`. With `split`, the
+    /// subtrees `split.depth` levels down are listed there instead of walked.
+    #[allow(clippy::too_many_arguments)]
+    fn render(
+        &self,
+        out: &mut Emitted,
         frustum: Option<&Frustum>,
         morpher: &Morpher<'_>,
         sq: Sq,
         around: &[u32; 4],
         corners: [f32; 4],
+        mut split: Option<&mut Split<'_>>,
     ) {
         let aabb = self.tree.aabb(sq);
         // A square wholly inside the frustum has its subtree inside.
@@ -197,7 +321,7 @@ impl AdaptiveLod<'_> {
             let tested = self.tree.records[sq.id as usize].subtree_error();
             morpher.height(centre_sample, base, (&projected, tested), || None)
         };
-        self.push_morph(at(half, half), centre_sample, centre_h);
+        self.push_morph(out, at(half, half), centre_sample, centre_h);
         // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
         let sides_enabled: [bool; 4] =
             std::array::from_fn(|side| self.mid_enabled(sq, side, Some(around)));
@@ -239,7 +363,7 @@ impl AdaptiveLod<'_> {
                     neighbour,
                 )
             };
-            self.push_morph(vertex, sample, height);
+            self.push_morph(out, vertex, sample, height);
             mids[side] = Some(height);
         }
         let mut enabled_children = 0u32;
@@ -260,13 +384,26 @@ impl AdaptiveLod<'_> {
                     _ => [centre_h, m(EAST), m(SOUTH), corners[3]],
                 };
                 let child_around = self.tree.child_neighbours(first, k, around);
-                self.render(
-                    frustum,
-                    morpher,
-                    sq.child(first, k),
-                    &child_around,
-                    child_corners,
-                );
+                let child = sq.child(first, k);
+                match split.as_deref_mut() {
+                    Some(split) if child.level >= split.depth => {
+                        split.subtrees.push(Subtree {
+                            sq: child,
+                            around: child_around,
+                            corners: child_corners,
+                            cull: frustum.is_some(),
+                        });
+                    }
+                    split => self.render(
+                        out,
+                        frustum,
+                        morpher,
+                        child,
+                        &child_around,
+                        child_corners,
+                        split,
+                    ),
+                }
             }
         }
         if self.tree.straddles(sq) {
@@ -290,24 +427,24 @@ impl AdaptiveLod<'_> {
             ),
             (corner + right, corner + half, corner),
         ];
-        let before = self.indices.len();
+        let before = out.indices.len();
         for ((side, first, second), (a, m, b)) in EDGES.into_iter().zip(ends) {
             if sides_enabled[side] {
                 if enabled_children & (1 << first) == 0 {
-                    self.indices.extend_from_slice(&[centre, a, m]);
+                    out.indices.extend_from_slice(&[centre, a, m]);
                 }
                 if enabled_children & (1 << second) == 0 {
-                    self.indices.extend_from_slice(&[centre, m, b]);
+                    out.indices.extend_from_slice(&[centre, m, b]);
                 }
             } else {
                 // Both halves' quadrants are drawn here: an enabled quadrant would have
                 // enabled this vertex.
                 debug_assert_eq!(enabled_children & (1 << first | 1 << second), 0);
-                self.indices.extend_from_slice(&[centre, a, b]);
+                out.indices.extend_from_slice(&[centre, a, b]);
             }
         }
-        if self.indices.len() > before {
-            self.stats.nodes_drawn += 1;
+        if out.indices.len() > before {
+            out.nodes_drawn += 1;
             let (lo, hi) = corners
                 .into_iter()
                 .chain(mids.into_iter().flatten())
@@ -315,7 +452,7 @@ impl AdaptiveLod<'_> {
             let mut drawn = aabb;
             drawn.min.y = drawn.min.y.min(lo);
             drawn.max.y = drawn.max.y.max(hi);
-            self.drawn.push(drawn);
+            out.drawn.push(drawn);
         }
     }
 
@@ -335,10 +472,10 @@ impl AdaptiveLod<'_> {
 
     /// Records a drawn height other than the grid's own, for a vertex in the buffer: a
     /// morphed one, or with local detail one the grid's sample does not give.
-    pub(super) fn push_morph(&mut self, pos: GridPos, sample: f32, height: f32) {
+    pub(super) fn push_morph(&self, out: &mut Emitted, pos: GridPos, sample: f32, height: f32) {
         let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
         if inside && (height != sample || self.fine.is_some_and(|f| f.replaced(pos))) {
-            self.morphs.push(MorphedHeight {
+            out.morphs.push(MorphedHeight {
                 vertex: self.vertices.index(pos),
                 height,
             });

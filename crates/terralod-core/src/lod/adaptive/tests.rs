@@ -480,3 +480,41 @@ fn a_detail_too_large_for_memory_is_refused() {
     assert_eq!(fits.squares(), unlimited.squares());
     assert_eq!(fits.state_bytes(), unlimited.state_bytes());
 }
+
+/// Render() walks its subtrees in parallel above `PARALLEL_SQUARES` enabled squares: the
+/// triangles, morphs and drawn boxes are the same on one thread and on four, in the same
+/// order.
+#[test]
+fn the_parallel_render_is_the_serial_one() {
+    let field = rough_field(257, 257, 5);
+    let pyramid = Pyramid::build(&field);
+    let view = View::world_error(0.5).expect("valid");
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        pool.install(|| {
+            let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+            let (indices, morphs) = match lod.select(&view) {
+                Selection::Triangles {
+                    indices, morphs, ..
+                } => (indices.to_vec(), morphs.to_vec()),
+                Selection::Patches { .. } => unreachable!("adaptive draws triangles"),
+            };
+            let mut boxes = Vec::new();
+            lod.drawn_boxes(&mut boxes);
+            (lod.enabled_squares(), indices, morphs, boxes)
+        })
+    };
+    let one = run(1);
+    assert!(
+        one.0 >= super::render::PARALLEL_SQUARES,
+        "{} squares",
+        one.0
+    );
+    let four = run(4);
+    assert!(one.1 == four.1, "the triangles differ");
+    assert!(one.2 == four.2, "the morphs differ");
+    assert!(one.3 == four.3, "the drawn boxes differ");
+}

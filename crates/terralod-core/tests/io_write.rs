@@ -237,3 +237,31 @@ fn written_files_are_ordinary_files_not_private_temporaries() {
         "same permissions as any file created here"
     );
 }
+
+/// A device is written in place, not replaced by a renamed temporary file (as root,
+/// `/dev/full` used to become a regular file), and its errors are reported.
+#[cfg(unix)]
+#[test]
+fn devices_are_written_in_place() {
+    use terralod_core::io::write_file_atomically;
+    let null = Path::new("/dev/null");
+    if !null.exists() {
+        eprintln!("SKIPPED: devices_are_written_in_place: no /dev/null");
+        return;
+    }
+    write_file_atomically(null, |out| out.write_all(b"nothing")).expect("/dev/null takes it");
+    assert!(
+        !std::fs::metadata(null).unwrap().is_file(),
+        "/dev/null was replaced"
+    );
+    let full = Path::new("/dev/full");
+    if full.exists() {
+        let error = write_file_atomically(full, |out| out.write_all(&[0u8; 1 << 17]))
+            .expect_err("/dev/full has no space");
+        assert!(error.to_string().contains("/dev/full"), "{error}");
+        assert!(
+            !std::fs::metadata(full).unwrap().is_file(),
+            "/dev/full was replaced"
+        );
+    }
+}

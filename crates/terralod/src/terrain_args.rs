@@ -59,21 +59,26 @@ pub struct Terrain {
 }
 
 impl TerrainArgs {
-    /// Refuses an output path that is the terrain file being read (`render dem.png --out
-    /// dem.png` would replace the heights with the picture).
-    pub fn refuse_as_output(&self, out: &Path) -> anyhow::Result<()> {
-        let Some(file) = &self.file else {
+    /// Refuses an output path that is the terrain file being read or one of the command's
+    /// other `inputs` (`render dem.png --out dem.png` would replace the heights with the
+    /// picture; `bench --json path.json` the camera path with the figures).
+    pub fn refuse_as_output<'p>(
+        &'p self,
+        out: &Path,
+        inputs: impl IntoIterator<Item = Option<&'p Path>>,
+    ) -> anyhow::Result<()> {
+        let Ok(out_file) = std::fs::canonicalize(out) else {
             return Ok(());
         };
-        let same = match (std::fs::canonicalize(file), std::fs::canonicalize(out)) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        };
-        if same {
-            anyhow::bail!(
-                "{}: --out names the terrain being read; write elsewhere",
-                out.display()
-            );
+        let own = self.file.as_deref();
+        for input in inputs.into_iter().chain([own]).flatten() {
+            if std::fs::canonicalize(input).is_ok_and(|read| read == out_file) {
+                anyhow::bail!(
+                    "{}: the output names {}, which this command reads; write elsewhere",
+                    out.display(),
+                    input.display()
+                );
+            }
         }
         Ok(())
     }

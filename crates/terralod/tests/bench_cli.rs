@@ -138,4 +138,59 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+    // Refused before anything is flown: outputs that name an input or a missing folder,
+    // scaling sizes that cannot all run, a frame rate whose wait is no duration.
+    let before = std::fs::read(&path).unwrap();
+    let missing = dir.path().join("no").join("x.json");
+    let path_arg = path.to_str().unwrap();
+    for (args, code, message) in [
+        (
+            vec!["bench", &terrain, "--path", path_arg, "--json", path_arg],
+            1,
+            "which this command reads",
+        ),
+        (
+            vec!["bench", &terrain, "--json", missing.to_str().unwrap()],
+            1,
+            "does not exist",
+        ),
+        (
+            vec!["bench", "--scaling", "--scaling-sizes", "65,2"],
+            1,
+            "2 is too small",
+        ),
+        (
+            vec![
+                "bench",
+                "--scaling",
+                "--same-surface",
+                "--scaling-sizes",
+                "65,100",
+            ],
+            1,
+            "100 is not the first size (65) refined",
+        ),
+        (
+            vec!["bench", &terrain, "--speed", "10", "--fps", "1e-30"],
+            2,
+            "frame rate",
+        ),
+        (vec!["bench", &terrain, "--fps", "30"], 2, "--speed"),
+    ] {
+        let started = std::time::Instant::now();
+        let output = terralod(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?} ran: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "{args:?} was refused late"
+        );
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before);
 }

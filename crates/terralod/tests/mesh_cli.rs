@@ -873,6 +873,29 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
     assert_eq!(output.status.code(), Some(1), "{message}");
     assert!(message.contains("exhausted at frame 0 of"), "{message}");
     assert!(!dir.path().join("never-0.obj").exists());
+    // A walk failing part-way (frame 3's folder is missing) takes back the frames it wrote.
+    for folder in ["d0", "d1", "d2"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+    }
+    let nested = dir
+        .path()
+        .join("d{frame}")
+        .join("m.obj")
+        .display()
+        .to_string();
+    let mut args = vec!["mesh"];
+    args.extend_from_slice(&common);
+    args.extend_from_slice(&["--path", &walk_arg, "--out", &nested]);
+    let output = terralod(&args);
+    let message = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("(frame 3)"), "{message}");
+    for folder in ["d0", "d1", "d2"] {
+        assert!(
+            !dir.path().join(folder).join("m.obj").exists(),
+            "{folder}/m.obj left"
+        );
+    }
 }
 
 /// A thin terrain pads to a huge square: the bintree, which covers the whole padded

@@ -161,7 +161,21 @@ fn bad_requests_are_refused_and_write_nothing() {
     let output = terralod(&["render", terrain, "--out", terrain, "--size", "32x32"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("names the terrain being read"), "{stderr}");
+    assert!(stderr.contains("which this command reads"), "{stderr}");
+    assert_eq!(std::fs::read(terrain).unwrap(), before);
+    // The same for the texture.
+    let output = terralod(&[
+        "render",
+        "--texture",
+        terrain,
+        "--out",
+        terrain,
+        "--size",
+        "32x32",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("which this command reads"), "{stderr}");
     assert_eq!(std::fs::read(terrain).unwrap(), before);
 }
 

@@ -89,7 +89,8 @@ pub enum CameraError {
         far: f32,
     },
     #[error(
-        "eye and target are both at {eye} (or too close to tell apart): there is no view direction"
+        "eye {eye} and its target give no view direction in f32 (the same point, or too \
+         close or too far apart)"
     )]
     EyeAtTarget { eye: Vec3 },
     #[error("vertical field of view {fov_y} rad is outside [{MIN_FOV_Y}, π)")]

@@ -253,6 +253,12 @@ fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut File) -> Result<(), WriteProblem>,
 ) -> Result<(), WriteProblem> {
+    // A device or pipe (`/dev/stdout`, a FIFO) is written in place: renaming a file over
+    // it would replace it (as root, even `/dev/full` or `/dev/null`).
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+        return write(&mut file);
+    }
     let name = path.file_name().ok_or(WriteProblem::NoFileName)?;
     let directory = path
         .parent()

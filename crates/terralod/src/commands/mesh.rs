@@ -39,7 +39,7 @@ pub struct MeshArgs {
     pub path: Option<PathBuf>,
     /// With --max-error: remove vertices from the selected mesh while every sample stays
     /// within the max error (an export pass, slower than the selection; fewer vertices).
-    #[arg(long, requires = "max_error")]
+    #[arg(long, requires = "max_error", conflicts_with = "path")]
     pub simplify: bool,
     /// The tile cache, for `--algo streamed` over an imported directory.
     #[command(flatten)]
@@ -73,7 +73,9 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     let entry = args.lod.entry()?;
     let format = args.out.as_deref().map(mesh_format).transpose()?;
     if let Some(out) = &args.out {
-        args.terrain.refuse_as_output(out)?;
+        let detail = args.lod.algorithm.detail.detail.as_deref();
+        args.terrain
+            .refuse_as_output(out, [args.path.as_deref(), detail])?;
     }
     if args.lod.max_error.is_some() && args.camera.any_given() {
         bail!("--max-error is view-independent: it takes no camera flags");
@@ -95,6 +97,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
                 pattern: out,
                 format,
                 frames: poses.len(),
+                written: std::cell::RefCell::new(Vec::new()),
             })
         }
         _ => None,
@@ -112,8 +115,17 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         .detail
         .load(entry.name, args.terrain.max_samples)?;
     let selected = match streamed {
-        Some(dir) => select_streamed(args, dir, walk.as_ref())?,
-        None => select_loaded(args, entry, detail.as_ref(), walk.as_ref())?,
+        Some(dir) => select_streamed(args, dir, walk.as_ref()),
+        None => select_loaded(args, entry, detail.as_ref(), walk.as_ref()),
+    };
+    let selected = match (selected, &frames) {
+        (Ok(selected), _) => selected,
+        // A walk that fails part-way takes back the frames it wrote.
+        (Err(error), Some(files)) => {
+            files.remove_written();
+            return Err(error);
+        }
+        (Err(error), None) => return Err(error),
     };
     let Selected {
         mesh,
@@ -237,7 +249,9 @@ impl Walk<'_> {
         };
         let path = files.path(frame);
         write_mesh(&path, files.format, mesh, mapping)
-            .with_context(|| format!("writing {} (frame {frame})", path.display()))
+            .with_context(|| format!("writing {} (frame {frame})", path.display()))?;
+        files.written.borrow_mut().push(path);
+        Ok(())
     }
 }
 
@@ -246,9 +260,18 @@ struct FrameFiles<'a> {
     pattern: &'a Path,
     format: MeshFormat,
     frames: usize,
+    /// The files written so far, removed if the walk fails.
+    written: std::cell::RefCell<Vec<PathBuf>>,
 }
 
 impl FrameFiles<'_> {
+    /// Removes the frames written (best effort: the walk's own error is reported).
+    fn remove_written(&self) {
+        for path in self.written.borrow().iter() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     fn path(&self, frame: usize) -> PathBuf {
         let width = (self.frames.max(1) - 1).to_string().len();
         let name = self.pattern.to_string_lossy();

@@ -45,7 +45,9 @@ pub struct RenderArgs {
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.entry()?;
     check_png(&args.out)?;
-    args.terrain.refuse_as_output(&args.out)?;
+    let detail = args.lod.algorithm.detail.detail.as_deref();
+    args.terrain
+        .refuse_as_output(&args.out, [args.look.texture.as_deref(), detail])?;
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
     let detail_field = args
         .lod

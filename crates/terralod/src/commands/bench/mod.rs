@@ -52,8 +52,8 @@ pub struct BenchArgs {
     /// (default: 0.5 % of the terrain's span plus 2 % of its height range).
     #[arg(long, requires = "speed", value_parser = crate::terrain_args::parse_positive)]
     pub altitude: Option<f32>,
-    /// Frames per second of a --speed flight.
-    #[arg(long, default_value_t = 60.0, value_parser = crate::terrain_args::parse_positive)]
+    /// Frames per second of a --speed flight (0.1 to 10,000).
+    #[arg(long, default_value_t = 60.0, requires = "speed", value_parser = parse_fps)]
     pub fps: f32,
     /// Viewport in pixels, as WxH.
     #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
@@ -185,6 +185,7 @@ pub struct AlgorithmRun {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let entries = selected_algorithms(&args.algos)?;
+    check_outputs(args)?;
     if !(args.pixel_error.is_finite() && args.pixel_error > 0.0) {
         bail!(
             "--pixel-error {} must be finite and greater than 0",
@@ -328,6 +329,38 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let start = Instant::now();
     let value = f();
     (value, start.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Checks the outputs before the flight, so a run of minutes does not end on a bad path:
+/// `--json` in an existing folder and naming no input, the `--plots` folder made.
+fn check_outputs(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(json) = &args.json {
+        let folder = json.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(folder) = folder.filter(|f| !f.is_dir()) {
+            bail!(
+                "{}: the folder {} does not exist",
+                json.display(),
+                folder.display()
+            );
+        }
+        let detail = args.algorithm.detail.detail.as_deref();
+        args.terrain
+            .refuse_as_output(json, [args.path.as_deref(), detail])?;
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Parses `--fps`: a real-time flight waits `1 / fps` between frames, so rates that make
+/// that wait absurd (or not a duration at all) are refused.
+fn parse_fps(text: &str) -> Result<f32, String> {
+    let fps = crate::terrain_args::parse_positive(text)?;
+    if !(0.1..=10_000.0).contains(&fps) {
+        return Err(format!("'{text}' is not a frame rate from 0.1 to 10000"));
+    }
+    Ok(fps)
 }
 
 /// The camera of every pose, made before the flight: the far plane needs the terrain's
@@ -648,11 +681,38 @@ fn resample_on_fans(
     Ok(Heightfield::from_f32(size, size, values)?.with_mapping(mapping)?)
 }
 
+/// Refuses a `--scaling-sizes` list before anything runs (a bad last size used to fail
+/// after the first sizes had been flown): every size generable, and with
+/// `--same-surface` each a power-of-two refinement of the first.
+fn check_scaling_sizes(sizes: &[u32], same_surface: bool) -> anyhow::Result<()> {
+    let Some(&first) = sizes.first() else {
+        bail!("--scaling-sizes: no size given");
+    };
+    for &size in sizes {
+        if size < 3 {
+            bail!("--scaling-sizes: {size} is too small (3 samples a side at least)");
+        }
+        GenerateOptions::default()
+            .with_size(size)
+            .validate()
+            .with_context(|| format!("--scaling-sizes: {size}"))?;
+        let (cells, fine) = (first - 1, size - 1);
+        if same_surface && (!fine.is_multiple_of(cells) || !(fine / cells).is_power_of_two()) {
+            bail!(
+                "--same-surface: {size} is not the first size ({first}) refined by a power of \
+                 two"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `--scaling`: the default path over procedural terrains of each size, one extent.
 fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow::Result<()> {
     if args.terrain.file.is_some() || args.path.is_some() || args.speed.is_some() {
         bail!("--scaling generates its own terrains and path: give no FILE, --path or --speed");
     }
+    check_scaling_sizes(&args.scaling_sizes, args.same_surface)?;
     let extent = GenerateOptions::default().cell_size * 1024.0;
     let mut rows = Vec::new();
     let mut poses: Option<Vec<Pose>> = None;
@@ -664,9 +724,6 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
     )?;
     let mut first: Option<Heightfield> = None;
     for &size in &args.scaling_sizes {
-        if size < 3 {
-            bail!("--scaling-sizes: {size} is too small");
-        }
         let cell_size = extent / (size - 1) as f32;
         let field = match &first {
             Some(coarse) if args.same_surface => {

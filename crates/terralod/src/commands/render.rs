@@ -182,6 +182,19 @@ pub fn check_png(path: &Path) -> anyhow::Result<()> {
 }
 
 pub fn load_texture(path: &Path) -> anyhow::Result<image::RgbaImage> {
+    // Checked before decoding: a small file (a 1-bit PNG) can expand to gigabytes of RGBA.
+    let (width, height) = image::ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .with_context(|| format!("{}: cannot open the texture", path.display()))?
+        .into_dimensions()
+        .with_context(|| format!("{}: cannot read the texture's size", path.display()))?;
+    if width.max(height) > MAX_TEXTURE_SIDE {
+        bail!(
+            "{}: a texture of {width} x {height} is larger than {MAX_TEXTURE_SIDE} a side, \
+             the most a GPU texture takes here",
+            path.display()
+        );
+    }
     let image = image::ImageReader::open(path)
         .and_then(|r| r.with_guessed_format())
         .with_context(|| format!("{}: cannot open the texture", path.display()))?
@@ -189,6 +202,10 @@ pub fn load_texture(path: &Path) -> anyhow::Result<image::RgbaImage> {
         .with_context(|| format!("{}: cannot decode the texture", path.display()))?;
     Ok(image.to_rgba8())
 }
+
+/// The largest texture side loaded (the common GPU limit; the renderer checks the
+/// device's own limit too).
+const MAX_TEXTURE_SIDE: u32 = 16_384;
 
 /// Writes `image` as a PNG, atomically (nothing half-written on failure).
 pub fn write_png(path: &Path, image: &image::RgbaImage) -> anyhow::Result<()> {

@@ -370,7 +370,13 @@ fn cameras(args: &BenchArgs, field: &Heightfield, poses: &[Pose]) -> anyhow::Res
     let (lo, hi) = field.world_range();
     poses
         .iter()
-        .map(|pose| camera(args, field.world_size(), (lo, hi), pose))
+        .enumerate()
+        .map(|(i, pose)| {
+            camera(args, field.world_size(), (lo, hi), pose).with_context(|| match &args.path {
+                Some(file) => format!("{}: pose {i}", file.display()),
+                None => format!("frame {i} of the path"),
+            })
+        })
         .collect()
 }
 

@@ -639,15 +639,10 @@ fn resample_on_fans(
     cell_size: f32,
 ) -> anyhow::Result<Heightfield> {
     let (cells, fine_cells) = (coarse.width() - 1, size - 1);
-    if coarse.width() != coarse.height()
-        || !fine_cells.is_multiple_of(cells)
-        || !(fine_cells / cells).is_power_of_two()
-    {
-        bail!(
-            "--same-surface: {size} is not the first size ({}) refined by a power of two",
-            coarse.width()
-        );
+    if coarse.width() != coarse.height() {
+        bail!("--same-surface: the first terrain is not square");
     }
+    check_refines(coarse.width(), size)?;
     let step = f64::from(cells) / f64::from(fine_cells);
     let height = |col: u32, row: u32| f64::from(coarse.raw(col, row));
     let mut values = Vec::new();
@@ -702,13 +697,19 @@ fn check_scaling_sizes(sizes: &[u32], same_surface: bool) -> anyhow::Result<()> 
             .with_size(size)
             .validate()
             .with_context(|| format!("--scaling-sizes: {size}"))?;
-        let (cells, fine) = (first - 1, size - 1);
-        if same_surface && (!fine.is_multiple_of(cells) || !(fine / cells).is_power_of_two()) {
-            bail!(
-                "--same-surface: {size} is not the first size ({first}) refined by a power of \
-                 two"
-            );
+        if same_surface {
+            check_refines(first, size)?;
         }
+    }
+    Ok(())
+}
+
+/// `--same-surface` resamples the first size onto `size`: its cells must split the first
+/// one's into a power of two each.
+fn check_refines(first: u32, size: u32) -> anyhow::Result<()> {
+    let (cells, fine) = (first - 1, size - 1);
+    if !fine.is_multiple_of(cells) || !(fine / cells).is_power_of_two() {
+        bail!("--same-surface: {size} is not the first size ({first}) refined by a power of two");
     }
     Ok(())
 }

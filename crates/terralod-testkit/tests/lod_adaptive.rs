@@ -331,3 +331,45 @@ fn a_slow_flight_pops_under_a_quarter_pixel() {
     assert!(worst[0] <= 0.25, "morphing: {:.3} px", worst[0]);
     assert!(worst[1] > 0.25, "without morphing: {:.3} px", worst[1]);
 }
+
+/// Turning in place 3° a frame: without the guard band the ground entering the view was
+/// drawn by the coarse fans of squares across the frustum's edge the frame before, and
+/// jumps to its fine mesh at once; with it (5°, the default) that ground is refined
+/// already. Debug build, a 129² rough terrain seen from low down.
+#[test]
+fn a_turn_within_the_guard_band_does_not_pop() {
+    let field = terralod_testkit::fixtures::smooth_random(129, 129, 11, 40.0).expect("valid");
+    let pyramid = Pyramid::build(&field);
+    let eye = Vec3::new(64.0, 55.0, 64.0);
+    let turn: Vec<Camera> = (0..40)
+        .map(|frame| {
+            let heading = (3.0 * frame as f32).to_radians();
+            let look = Vec3::new(heading.cos(), -0.6, heading.sin());
+            Camera::new(eye, eye + look, 1.0, (800, 600), 0.5, 1e4).expect("valid camera")
+        })
+        .collect();
+    let worst = |guard: f32| {
+        let options = AdaptiveOptions::default().with_guard_angle(guard);
+        let mut lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let mut before: Option<terralod_core::GridMesh> = None;
+        let mut worst = 0.0f64;
+        for camera in &turn {
+            let view = View::screen(*camera, 1.0).expect("valid view");
+            let mesh = lod.select(&view).to_mesh(&field);
+            let report = measure_error(&field, &mesh, Some(camera)).expect("valid camera");
+            let projected = report.projected.expect("a screen view").max;
+            assert!(projected <= 1.0, "guard {guard}: {projected} px over τ");
+            if let Some(previous) = &before {
+                let popping = terralod_testkit::measure_popping(&field, previous, &mesh, camera)
+                    .expect("valid camera");
+                worst = worst.max(popping.max);
+            }
+            before = Some(mesh);
+        }
+        worst
+    };
+    let (guarded, unguarded) = (worst(AdaptiveOptions::DEFAULT_GUARD_ANGLE), worst(0.0));
+    eprintln!("popping: guarded {guarded:.3} px, unguarded {unguarded:.3} px");
+    assert!(guarded <= 0.25, "with the guard band: {guarded:.3} px");
+    assert!(unguarded > 0.25, "without: {unguarded:.3} px");
+}

@@ -47,6 +47,12 @@ pub struct AlgorithmOptionArgs {
     /// every sample within max(--max-error, M), or τ plus M projected.
     #[arg(long, value_name = "M", default_value_t = 0.0, value_parser = parse_non_negative)]
     pub build_tolerance: f32,
+    /// Algorithm adaptive: guard band of its culling, in degrees a side: ground up to
+    /// this far outside the view is refined, so turning up to this much a frame does not
+    /// pop (0 to 90; 0: refine only what is in view).
+    #[arg(long, value_name = "DEG", default_value_t = AdaptiveOptions::DEFAULT_GUARD_DEGREES,
+          value_parser = parse_guard_degrees)]
+    pub adaptive_guard: f32,
     /// Algorithm P (patches): pool slots allocated at start.
     #[arg(long, value_name = "N", default_value_t = lod::patches::DEFAULT_POOL_CAPACITY,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -78,7 +84,8 @@ impl AlgorithmOptionArgs {
             AdaptiveOptions::default()
                 .with_morph(!self.adaptive_no_morph)
                 .with_linf_test(self.adaptive_linf)
-                .with_build_tolerance(self.build_tolerance),
+                .with_build_tolerance(self.build_tolerance)
+                .with_guard_angle(self.adaptive_guard.to_radians()),
         )
         .with_patches(
             PatchOptions::default()
@@ -105,6 +112,15 @@ fn parse_positive(text: &str) -> Result<f32, String> {
         Ok(v)
     } else {
         Err(format!("{v} must be finite and greater than 0"))
+    }
+}
+
+fn parse_guard_degrees(text: &str) -> Result<f32, String> {
+    let v = parse_non_negative(text)?;
+    if v <= 90.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is more than 90 degrees"))
     }
 }
 

@@ -939,3 +939,77 @@ fn a_thin_terrain_too_wide_for_the_bintree_is_refused() {
     ]);
     assert_eq!(json["algorithm"], "quadtree");
 }
+
+/// `--adaptive-guard DEG` reaches the library: the exported triangle count is the
+/// library's selection with that guard band (which draws differently here, checked through
+/// the library so the test cannot pass with the flag ignored), and a band over 90° is
+/// refused by the flag's parser.
+#[test]
+fn the_adaptive_guard_band_is_the_librarys() {
+    use terralod_core::lod::{AdaptiveLod, AdaptiveOptions, LodAlgorithm, LodOptions, View};
+    use terralod_core::{Camera, Pyramid};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, field) = terrain(dir.path());
+    let pyramid = Pyramid::build(&field);
+    let (eye, target) = (
+        glam::Vec3::new(60.0, 160.0, 60.0),
+        glam::Vec3::new(300.0, 0.0, 200.0),
+    );
+    let camera = Camera::new(eye, target, 60f32.to_radians(), (1920, 1080), 1.0, 10_000.0)
+        .expect("valid camera");
+    let library = |degrees: f32| {
+        let options = AdaptiveOptions::default().with_guard_angle(degrees.to_radians());
+        let mut lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let view = View::screen(camera, 1.0).expect("valid view");
+        lod.select(&view).triangle_count() as u64
+    };
+    assert_ne!(
+        library(0.0),
+        library(30.0),
+        "the band must change this selection"
+    );
+    let obj = dir.path().join("mesh.obj");
+    let obj_arg = obj.display().to_string();
+    for degrees in [0.0f32, 30.0] {
+        let guard = degrees.to_string();
+        let json = mesh_json(&[
+            &file,
+            "--raw-size",
+            "49x37",
+            "--cell-size",
+            "10",
+            "--algo",
+            "adaptive",
+            "--pixel-error",
+            "1",
+            "--eye",
+            "60,160,60",
+            "--target",
+            "300,0,200",
+            "--near",
+            "1",
+            "--far",
+            "10000",
+            "--adaptive-guard",
+            &guard,
+            "--out",
+            &obj_arg,
+        ]);
+        assert_eq!(
+            json["triangles"].as_u64(),
+            Some(library(degrees)),
+            "guard {guard}: {json}"
+        );
+    }
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--adaptive-guard",
+        "91",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("more than 90 degrees"), "{stderr}");
+}

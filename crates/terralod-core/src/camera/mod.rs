@@ -221,12 +221,39 @@ impl Camera {
     /// the view axis directly, because their matrix rows (`z`, `w − z`) cancel in `f32` at
     /// large far/near ratios (at 10^6 the far plane's normal is lost entirely).
     pub fn frustum(&self) -> Frustum {
-        let mut frustum = Frustum::from_clip_from_world(self.clip_from_world());
+        self.with_depth_planes(Frustum::from_clip_from_world(self.clip_from_world()))
+    }
+
+    /// `frustum` with its near and far planes built from the view axis (see
+    /// [`Camera::frustum`]).
+    fn with_depth_planes(&self, mut frustum: Frustum) -> Frustum {
         let forward = self.forward();
         let ahead = forward.dot(self.eye);
         frustum.planes[4] = forward.extend(-ahead - self.near);
         frustum.planes[5] = (-forward).extend(ahead + self.far);
         frustum
+    }
+
+    /// The view volume with each side plane turned `angle` radians further out (the
+    /// vertical field of view grows by `2 · angle`, the horizontal one likewise, both kept
+    /// below a half turn); near and far planes as [`Camera::frustum`]. A selection that
+    /// refines what lies in it has the parts a turn of up to `angle` brings into view
+    /// refined already.
+    pub fn frustum_widened(&self, angle: f32) -> Frustum {
+        if angle.is_nan() || angle <= 0.0 {
+            return self.frustum();
+        }
+        let widest = std::f32::consts::PI - 1e-3;
+        let half_y = 0.5 * self.fov_y;
+        let half_x = ((0.5 * self.fov_y).tan() * self.aspect()).atan();
+        let fov_y = (2.0 * (half_y + angle)).min(widest);
+        let fov_x = (2.0 * (half_x + angle)).min(widest);
+        let aspect = (0.5 * fov_x).tan() / (0.5 * fov_y).tan();
+        let clip_from_view =
+            glam::camera::rh::proj::directx::perspective(fov_y, aspect, self.near, self.far);
+        self.with_depth_planes(Frustum::from_clip_from_world(
+            clip_from_view * self.view_from_world(),
+        ))
     }
 
     /// Pixels covered by one radian seen at the screen centre:

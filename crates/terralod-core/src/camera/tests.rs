@@ -351,3 +351,45 @@ proptest! {
         }
     }
 }
+
+/// The widened frustum holds points up to the angle outside each side plane, and no
+/// point beyond it: a ray from the eye turned from a frustum edge outwards by less than the
+/// angle is inside, by more outside; near and far stay the camera's.
+#[test]
+fn the_widened_frustum_turns_each_side_out_by_its_angle() {
+    let camera = Camera::new(
+        Vec3::new(0.0, 10.0, 0.0),
+        Vec3::new(100.0, 10.0, 0.0),
+        60f32.to_radians(),
+        (1600, 900),
+        1.0,
+        1000.0,
+    )
+    .expect("valid camera");
+    let angle = 5f32.to_radians();
+    let wide = camera.frustum_widened(angle);
+    let (forward, right, up) = (camera.forward(), camera.right(), camera.up());
+    let half_y = 0.5 * camera.fov_y;
+    let half_x = (half_y.tan() * camera.aspect()).atan();
+    let point = |axis: Vec3, half: f32, extra: f32| {
+        let a = half + extra;
+        camera.eye + (forward * a.cos() + axis * a.sin()) * 100.0
+    };
+    for (axis, half) in [
+        (right, half_x),
+        (-right, half_x),
+        (up, half_y),
+        (-up, half_y),
+    ] {
+        assert!(
+            !camera
+                .frustum()
+                .contains_point(point(axis, half, 0.5 * angle))
+        );
+        assert!(wide.contains_point(point(axis, half, 0.9 * angle)));
+        assert!(!wide.contains_point(point(axis, half, 1.1 * angle)));
+    }
+    assert!(!wide.contains_point(camera.eye + forward * 0.5));
+    assert!(!wide.contains_point(camera.eye + forward * 1001.0));
+    assert_eq!(camera.frustum_widened(0.0), camera.frustum());
+}

@@ -27,7 +27,10 @@ const ORBIT: f32 = 0.85;
 
 /// `frames` poses over `field`: a low flight west to east across the middle, following
 /// the ground at a clearance of 0.5 % of the terrain's span, then a climb to above the
-/// highest point, an orbit around the centre, and a full turn in place.
+/// highest point, an orbit around the centre, and a full turn in place. Each phase starts
+/// where the one before ends, eye and view direction both: the view turns at most a few
+/// degrees a frame (tested), so what the bench measures between frames is the
+/// algorithm's, not a cut of the path.
 pub fn default_path(field: &Heightfield, frames: usize) -> Vec<Pose> {
     let (w, d) = field.world_size();
     let (lo, hi) = field.world_range();
@@ -37,27 +40,46 @@ pub fn default_path(field: &Heightfield, frames: usize) -> Vec<Pose> {
     let centre = Vec3::new(0.5 * w, lo, 0.5 * d);
     let orbit_radius = 0.45 * span;
     let orbit_height = hi + 0.15 * span;
+    // The low flight at `s` in 0..=1.
+    let low_flight = |s: f32| {
+        let x = w * (0.1 + 0.75 * s);
+        let z = d * (0.5 + 0.1 * (s * std::f32::consts::TAU).sin());
+        // Fly above the highest ground a little ahead, so hills do not hit the eye.
+        let ahead = (0..=4)
+            .map(|k| ground((x + 0.01 * span * k as f32).min(w), z))
+            .fold(lo, f32::max);
+        let eye = Vec3::new(x, ahead + clearance, z);
+        (eye, Vec3::new(x + 0.1 * span, ahead, z))
+    };
+    // The climb starts where the low flight ends and turns its gaze, in heading and
+    // pitch, to where the orbit starts looking: the path has no jump of the eye or of
+    // the view direction (a 180° snap there popped 52 px).
+    let (climb_start, low_target) = low_flight(1.0);
+    let climb_end = centre + Vec3::new(orbit_radius, orbit_height - lo, 0.0);
+    let angles = |v: Vec3| (v.z.atan2(v.x), v.y.atan2(v.x.hypot(v.z)));
+    let (heading0, pitch0) = angles(low_target - climb_start);
+    let (heading1, pitch1) = angles(centre - climb_end);
+    let look = |heading: f32, pitch: f32| {
+        Vec3::new(
+            pitch.cos() * heading.cos(),
+            pitch.sin(),
+            pitch.cos() * heading.sin(),
+        )
+    };
     let mut poses = Vec::with_capacity(frames);
     for frame in 0..frames {
         let t = frame as f32 / frames.max(1) as f32;
         let pose = if t < LOW_FLIGHT {
-            let s = t / LOW_FLIGHT;
-            let x = w * (0.1 + 0.75 * s);
-            let z = d * (0.5 + 0.1 * (s * std::f32::consts::TAU).sin());
-            // Fly above the highest ground a little ahead, so hills do not hit the eye.
-            let ahead = (0..=4)
-                .map(|k| ground((x + 0.01 * span * k as f32).min(w), z))
-                .fold(lo, f32::max);
-            let eye = Vec3::new(x, ahead + clearance, z);
-            let target = Vec3::new(x + 0.1 * span, ahead, z);
+            let (eye, target) = low_flight(t / LOW_FLIGHT);
             Pose::new(eye, target)
         } else if t < CLIMB {
             let s = (t - LOW_FLIGHT) / (CLIMB - LOW_FLIGHT);
-            let start = Vec3::new(0.85 * w, ground(0.85 * w, 0.5 * d) + clearance, 0.5 * d);
-            let end = centre + Vec3::new(orbit_radius, orbit_height - lo, 0.0);
-            let eye = start.lerp(end, s);
-            let target = eye.lerp(centre, 0.5) + Vec3::new(0.0, -0.1 * span, 0.0);
-            Pose::new(eye, target)
+            let eye = climb_start.lerp(climb_end, s);
+            // Eased, so the turn starts and ends without a jolt.
+            let e = s * s * (3.0 - 2.0 * s);
+            let heading = heading0 + e * (heading1 - heading0);
+            let pitch = pitch0 + e * (pitch1 - pitch0);
+            Pose::new(eye, eye + look(heading, pitch) * span * 0.2)
         } else if t < ORBIT {
             let s = (t - CLIMB) / (ORBIT - CLIMB);
             let angle = s * std::f32::consts::TAU;
@@ -70,10 +92,9 @@ pub fn default_path(field: &Heightfield, frames: usize) -> Vec<Pose> {
             Pose::new(eye, centre)
         } else {
             let s = (t - ORBIT) / (1.0 - ORBIT);
-            let eye = centre + Vec3::new(orbit_radius, orbit_height - lo, 0.0);
-            let angle = std::f32::consts::PI + s * std::f32::consts::TAU;
-            let look = Vec3::new(angle.cos(), -0.35, angle.sin());
-            Pose::new(eye, eye + look * span * 0.2)
+            // From where the orbit ends, at its pitch, a full turn of the heading.
+            let heading = heading1 + s * std::f32::consts::TAU;
+            Pose::new(climb_end, climb_end + look(heading, pitch1) * span * 0.2)
         };
         poses.push(pose);
     }
@@ -148,6 +169,24 @@ mod tests {
         }
         let phases: std::collections::BTreeSet<_> = (0..600).map(|i| phase(i, 600)).collect();
         assert_eq!(phases.len(), 4);
+        // No snap of the view between frames, at the phases' joins either (the climb
+        // used to start looking back the way the low flight came); the eye moves at most
+        // the orbit's step (a full circle of 0.45 of the span in 180 frames).
+        let (w, d) = field.world_size();
+        let orbit_step = std::f32::consts::TAU * 0.45 * w.max(d) / 180.0;
+        for (i, pair) in path.windows(2).enumerate() {
+            let forward = |p: &Pose| (Vec3::from(p.target) - Vec3::from(p.eye)).normalize();
+            let turn = forward(&pair[0])
+                .angle_between(forward(&pair[1]))
+                .to_degrees();
+            assert!(turn < 5.0, "frame {i} ({}) turns {turn:.1}°", phase(i, 600));
+            let step = Vec3::from(pair[0].eye).distance(Vec3::from(pair[1].eye));
+            assert!(
+                step <= 1.01 * orbit_step,
+                "frame {i} ({}) moves {step} (the orbit: {orbit_step})",
+                phase(i, 600)
+            );
+        }
     }
 
     #[test]

@@ -21,8 +21,14 @@
 //!   holds with morphing applied, whatever `ramp` is.
 //! - `ramp` is against popping: Update()'s own tests of the vertex (a centre: its square's
 //!   subtree error over its box, as the parent tests it; an edge vertex: both squares'
-//!   side tests), projected as `P`, give `ramp = (P / μτ − 1) / (RAMP_END − 1)`: 0 where
-//!   the tests enable the vertex, 1 at `RAMP_END` times that. Without it a vertex appeared
+//!   side tests), projected as `P`, give `ramp = (1 − μτ / P) / (1 − 1 / RAMP_END)`: 0
+//!   where the tests enable the vertex, 1 at `RAMP_END` times that. Its shape spreads the
+//!   motion evenly over the camera's approach: a step that moves the eye by a fraction
+//!   `ε` of the distance changes `P` by about `ε P`, and the vertex's residual projects
+//!   to at most about `P`, so the jump is `P · ε P · dramp/dP`, which is the constant
+//!   `ε μτ / (1 − 1/RAMP_END)` for this ramp, where the linear ramp in `P` (used before)
+//!   gave up to `ε RAMP_END² μτ / (RAMP_END − 1)` at its end, twice as much (0.31 → 0.19
+//!   px on the bench tour's low flight, BENCHMARKS). Without a ramp a vertex appeared
 //!   (and left) with `t = least > 0`: its residual holds the offsets of its edge's ends,
 //!   which `least` keeps at `β` each, so it came in near `B(|r|) ≈ μτ + β` and jumped by
 //!   about `μτ` (0.5 px at τ = 1). With it, the vertex is already at its sample when its
@@ -125,7 +131,9 @@ impl Morpher<'_> {
         if let Some((projected, error)) = &other {
             tested = tested.max(scaled(*error, projected.factor));
         }
-        let ramp = (tested / self.topology - 1.0) / (RAMP_END - 1.0);
+        // Even in `1 / P` (see the module docs): the same jump per relative step all
+        // along the ramp.
+        let ramp = (1.0 - self.topology / tested) / (1.0 - 1.0 / RAMP_END);
         if ramp >= 1.0 || ramp.is_nan() {
             return h;
         }

@@ -174,8 +174,8 @@ mod tests {
         // the orbit's step (a full circle of 0.45 of the span in 180 frames).
         let (w, d) = field.world_size();
         let orbit_step = std::f32::consts::TAU * 0.45 * w.max(d) / 180.0;
+        let forward = |p: &Pose| (Vec3::from(p.target) - Vec3::from(p.eye)).normalize();
         for (i, pair) in path.windows(2).enumerate() {
-            let forward = |p: &Pose| (Vec3::from(p.target) - Vec3::from(p.eye)).normalize();
             let turn = forward(&pair[0])
                 .angle_between(forward(&pair[1]))
                 .to_degrees();

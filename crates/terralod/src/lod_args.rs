@@ -44,29 +44,28 @@ pub struct AlgorithmOptionArgs {
     pub adaptive_linf: bool,
     /// Algorithm adaptive: build tolerance of its sparse tree, in world units: squares
     /// whose subtree error is at most M keep no children (0: lossless). Selections keep
-    /// every sample within max(--max-error, M), or τ plus M projected.
-    #[arg(long, value_name = "M", default_value_t = 0.0, value_parser = parse_non_negative)]
-    pub build_tolerance: f32,
+    /// every sample within max(--max-error, M), or τ plus M projected. [default: 0]
+    #[arg(long, value_name = "M", value_parser = parse_non_negative)]
+    pub build_tolerance: Option<f32>,
     /// Algorithm adaptive: guard band of its culling, in degrees a side: ground up to
     /// this far outside the view is refined, so turning up to this much a frame does not
-    /// pop (0 to 90; 0: refine only what is in view).
-    #[arg(long, value_name = "DEG", default_value_t = AdaptiveOptions::DEFAULT_GUARD_DEGREES,
-          value_parser = parse_guard_degrees)]
-    pub adaptive_guard: f32,
-    /// Algorithm P (patches): pool slots allocated at start.
-    #[arg(long, value_name = "N", default_value_t = lod::patches::DEFAULT_POOL_CAPACITY,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub pool_capacity: u32,
-    /// Algorithm P: cells per patch side (a power of two, 2 to 4096).
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_patch_size)]
-    pub patch_size: u32,
+    /// pop (0 to 90; 0: refine only what is in view). [default: 5]
+    #[arg(long, value_name = "DEG", value_parser = parse_guard_degrees)]
+    pub adaptive_guard: Option<f32>,
+    /// Algorithm P (patches): pool slots allocated at start. [default: 1024]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pool_capacity: Option<u32>,
+    /// Algorithm P: cells per patch side (a power of two, 2 to 4096). [default: 32]
+    #[arg(long, value_name = "N", value_parser = parse_patch_size)]
+    pub patch_size: Option<u32>,
     /// Algorithm P: split when the eye is closer than F patch sizes (the article: 2).
-    #[arg(long, value_name = "F", default_value_t = 2.0, value_parser = parse_positive)]
-    pub split_factor: f32,
+    /// [default: 2]
+    #[arg(long, value_name = "F", value_parser = parse_positive)]
+    pub split_factor: Option<f32>,
     /// Algorithm P: world distance added to the split distance per world unit of a
-    /// patch's error bound (0: distance only).
-    #[arg(long, value_name = "W", default_value_t = 0.0, value_parser = parse_non_negative)]
-    pub roughness: f32,
+    /// patch's error bound (0: distance only). [default: 0]
+    #[arg(long, value_name = "W", value_parser = parse_non_negative)]
+    pub roughness: Option<f32>,
     #[command(flatten)]
     pub chunked: ChunkedArgs,
     #[command(flatten)]
@@ -75,6 +74,7 @@ pub struct AlgorithmOptionArgs {
 
 impl AlgorithmOptionArgs {
     pub fn options(&self) -> LodOptions {
+        let patches = PatchOptions::default();
         LodOptions {
             chunked: self.chunked.options(),
             ..LodOptions::default()
@@ -84,16 +84,87 @@ impl AlgorithmOptionArgs {
             AdaptiveOptions::default()
                 .with_morph(!self.adaptive_no_morph)
                 .with_linf_test(self.adaptive_linf)
-                .with_build_tolerance(self.build_tolerance)
-                .with_guard_angle(self.adaptive_guard.to_radians()),
+                .with_build_tolerance(self.build_tolerance())
+                .with_guard_angle(
+                    self.adaptive_guard
+                        .unwrap_or(AdaptiveOptions::DEFAULT_GUARD_DEGREES)
+                        .to_radians(),
+                ),
         )
         .with_patches(
-            PatchOptions::default()
-                .with_pool_capacity(self.pool_capacity)
-                .with_patch_size(self.patch_size)
-                .with_split_factor(self.split_factor)
-                .with_roughness(self.roughness),
+            patches
+                .with_pool_capacity(self.pool_capacity.unwrap_or(patches.pool_capacity))
+                .with_patch_size(self.patch_size.unwrap_or(patches.patch_size))
+                .with_split_factor(self.split_factor.unwrap_or(patches.split_factor))
+                .with_roughness(self.roughness.unwrap_or(patches.roughness)),
         )
+    }
+
+    /// Algorithm adaptive's build tolerance (0 unless given).
+    pub fn build_tolerance(&self) -> f32 {
+        self.build_tolerance.unwrap_or(0.0)
+    }
+
+    /// Refuses the flags that none of `algorithms` reads, so none is ignored without a
+    /// word: an algorithm's own options, and `--view-angle-aware` where nothing projects
+    /// an error (algorithm P, chunked by distance, or a `world_error` selection, which has
+    /// no camera). The viewer runs every algorithm (Tab), so it takes them all.
+    pub fn refuse_unread(&self, algorithms: &[&str], world_error: bool) -> anyhow::Result<()> {
+        let chunked = &self.chunked;
+        let owned = [
+            ("--adaptive-no-morph", self.adaptive_no_morph, "adaptive"),
+            ("--adaptive-linf", self.adaptive_linf, "adaptive"),
+            (
+                "--build-tolerance",
+                self.build_tolerance.is_some(),
+                "adaptive",
+            ),
+            (
+                "--adaptive-guard",
+                self.adaptive_guard.is_some(),
+                "adaptive",
+            ),
+            ("--pool-capacity", self.pool_capacity.is_some(), "patches"),
+            ("--patch-size", self.patch_size.is_some(), "patches"),
+            ("--split-factor", self.split_factor.is_some(), "patches"),
+            ("--roughness", self.roughness.is_some(), "patches"),
+            ("--block-size", chunked.block_size.is_some(), "chunked"),
+            ("--lod-distance", chunked.lod_distance.is_some(), "chunked"),
+            ("--error-aware", chunked.error_aware, "chunked"),
+            ("--morph", chunked.morph, "chunked"),
+        ];
+        for (flag, given, owner) in owned {
+            if given && !algorithms.contains(&owner) {
+                bail!("{flag} is an option of algorithm {owner}: give --algo {owner}");
+            }
+        }
+        if chunked.lod_distance.is_some() && (chunked.error_aware || world_error) {
+            bail!(
+                "--lod-distance sets chunked's levels by distance: it does not apply with \
+                 --error-aware or --max-error (levels by error)"
+            );
+        }
+        if self.view_angle_aware {
+            if world_error {
+                bail!(
+                    "--view-angle-aware bounds the projected error: it does not apply with \
+                     --max-error"
+                );
+            }
+            let projects = |name: &&str| match *name {
+                "patches" => false,
+                "chunked" => chunked.error_aware,
+                _ => true,
+            };
+            if !algorithms.iter().any(projects) {
+                bail!(
+                    "--view-angle-aware bounds the projected error, which {} does not use \
+                     (chunked does with --error-aware)",
+                    algorithms.join(", ")
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -136,12 +207,12 @@ fn parse_non_negative(text: &str) -> Result<f32, String> {
 /// Algorithm C's flags (shared with `bench`).
 #[derive(Debug, Args)]
 pub struct ChunkedArgs {
-    /// chunked: segments per block side, a power of two from 16 to 256.
-    #[arg(long, value_name = "N", default_value_t = ChunkedOptions::DEFAULT.block_size, value_parser = parse_block_size)]
-    pub block_size: u32,
-    /// chunked: distance per level, in block widths (at least 1).
-    #[arg(long, value_name = "Q", default_value_t = ChunkedOptions::DEFAULT.lod_distance, value_parser = parse_lod_distance)]
-    pub lod_distance: f32,
+    /// chunked: segments per block side, a power of two from 16 to 256. [default: 64]
+    #[arg(long, value_name = "N", value_parser = parse_block_size)]
+    pub block_size: Option<u32>,
+    /// chunked: distance per level, in block widths (at least 1). [default: 2]
+    #[arg(long, value_name = "Q", value_parser = parse_lod_distance)]
+    pub lod_distance: Option<f32>,
     /// chunked: each block's level from its error, so the projected error stays within
     /// the pixel tolerance (or --max-error).
     #[arg(long)]
@@ -153,9 +224,10 @@ pub struct ChunkedArgs {
 
 impl ChunkedArgs {
     pub fn options(&self) -> ChunkedOptions {
+        let defaults = ChunkedOptions::DEFAULT;
         ChunkedOptions {
-            block_size: self.block_size,
-            lod_distance: self.lod_distance,
+            block_size: self.block_size.unwrap_or(defaults.block_size),
+            lod_distance: self.lod_distance.unwrap_or(defaults.lod_distance),
             error_aware: self.error_aware,
             morph: self.morph,
         }
@@ -207,6 +279,16 @@ impl LodArgs {
         })
     }
 
+    /// The registry entry of a command that runs that one algorithm (`mesh`, `render`),
+    /// once the flags it would not read are refused
+    /// ([`AlgorithmOptionArgs::refuse_unread`]).
+    pub fn only_entry(&self) -> anyhow::Result<&'static AlgorithmEntry> {
+        let entry = self.entry()?;
+        self.algorithm
+            .refuse_unread(&[entry.name], self.max_error.is_some())?;
+        Ok(entry)
+    }
+
     /// The algorithm options; with `--max-error` the selections are view-independent
     /// only, so tables only screen views read are left out.
     pub fn options(&self) -> LodOptions {
@@ -229,7 +311,7 @@ impl LodArgs {
                 if self.no_cull {
                     bail!("--max-error is view-independent: it takes no --no-cull");
                 }
-                let tolerance = self.algorithm.build_tolerance;
+                let tolerance = self.algorithm.build_tolerance();
                 if self.algo() == "adaptive" && m < tolerance {
                     bail!(
                         "--max-error {m} is below --build-tolerance {tolerance}: the adaptive \

@@ -194,3 +194,48 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+/// `--scaling` reports what its oracles found at every size, in the text and the JSON: the
+/// measured projected error (within τ) and, with `--check`, the defective frames (none).
+#[test]
+fn scaling_reports_its_oracles() {
+    let output = terralod(&[
+        "bench",
+        "--scaling",
+        "--scaling-sizes",
+        "33,65",
+        "--algo",
+        "quadtree",
+        "--frames",
+        "6",
+        "--measure-every",
+        "3",
+        "--check",
+        "--size",
+        "320x180",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" quadtree "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for line in lines {
+        assert!(line.contains("measured px max"), "{line}");
+        assert!(line.contains("defective frames 0"), "{line}");
+    }
+    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let rows = summary["scaling"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(row["defective_frames"], 0, "{row}");
+        assert_eq!(row["measured_frames"], 2, "{row}");
+        let measured = row["measured_max_px"].as_f64().unwrap();
+        assert!(measured <= 1.0, "{row}");
+    }
+}

@@ -211,6 +211,21 @@ fn simplified_export_keeps_the_bound_with_fewer_vertices() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--max-error"));
 }
 
+/// Runs a command that must be refused: exit code 1, one line on stderr containing
+/// `needle`, and nothing written at `out`.
+fn refused_in_one_line(args: &[&str], needle: &str, out: &str) {
+    let output = terralod(args);
+    let message = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {message}");
+    let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {message}");
+    assert!(
+        message.contains(needle),
+        "'{needle}' missing from: {message}"
+    );
+    assert!(!Path::new(out).exists(), "{args:?} wrote {out}");
+}
+
 #[test]
 fn bad_requests_get_one_clear_line_and_write_nothing() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -285,16 +300,7 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
         let mut args: Vec<&str> = base.to_vec();
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--out", &out]);
-        let output = terralod(&args);
-        let message = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert_eq!(output.status.code(), Some(1), "{args:?}: {message}");
-        let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
-        assert_eq!(lines.len(), 1, "{args:?}: {message}");
-        assert!(
-            message.contains(needle),
-            "'{needle}' missing from: {message}"
-        );
-        assert!(!Path::new(&out).exists());
+        refused_in_one_line(&args, needle, &out);
     }
     let output = terralod(&[
         "mesh",
@@ -1012,4 +1018,130 @@ fn the_adaptive_guard_band_is_the_librarys() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("more than 90 degrees"), "{stderr}");
+}
+
+/// An algorithm's own flags given to a command that runs another algorithm are refused
+/// (one line, exit 1, nothing written) rather than ignored without a word, in `mesh`,
+/// `render` and `bench`; with an algorithm that reads them they are taken.
+#[test]
+fn another_algorithms_flags_are_refused_not_ignored() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let obj = dir.path().join("never.obj").display().to_string();
+    let png = dir.path().join("never.png").display().to_string();
+    let view = [
+        "--pixel-error",
+        "1",
+        "--eye",
+        "-50,300,420",
+        "--target",
+        "240,60,180",
+        "--size",
+        "320x180",
+    ];
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--adaptive-guard", "3"],
+            "--adaptive-guard is an option of algorithm adaptive: give --algo adaptive",
+        ),
+        (
+            &["--algo", "bintree", "--adaptive-no-morph"],
+            "--adaptive-no-morph is an option of algorithm adaptive",
+        ),
+        (
+            &["--algo", "adaptive", "--pool-capacity", "8"],
+            "--pool-capacity is an option of algorithm patches",
+        ),
+        (
+            &["--algo", "streamed", "--error-aware"],
+            "--error-aware is an option of algorithm chunked",
+        ),
+        (
+            &["--algo", "patches", "--view-angle-aware"],
+            "--view-angle-aware bounds the projected error, which patches does not use",
+        ),
+        (
+            &["--algo", "chunked", "--view-angle-aware"],
+            "which chunked does not use (chunked does with --error-aware)",
+        ),
+        (
+            &["--algo", "chunked", "--error-aware", "--lod-distance", "3"],
+            "--lod-distance sets chunked's levels by distance",
+        ),
+    ];
+    for (command, out) in [("mesh", &obj), ("render", &png)] {
+        for (extra, needle) in cases {
+            let mut args = vec![command, &file, "--raw-size", "49x37"];
+            args.extend_from_slice(&view);
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--out", out]);
+            refused_in_one_line(&args, needle, out);
+        }
+    }
+    // A view-independent selection projects nothing.
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--max-error",
+        "1",
+        "--view-angle-aware",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not apply with --max-error"));
+    // Taken by the algorithm that reads them.
+    let mut args = vec!["mesh", &file, "--raw-size", "49x37"];
+    args.extend_from_slice(&view);
+    args.extend_from_slice(&["--algo", "chunked", "--error-aware", "--view-angle-aware"]);
+    assert_eq!(mesh_json(&args[1..])["algorithm"], "chunked");
+    // bench: refused where no algorithm it flies reads the flag, taken where one does.
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            &file,
+            "--raw-size",
+            "49x37",
+            "--frames",
+            "2",
+            "--measure-every",
+            "0",
+            "--size",
+            "320x180",
+        ];
+        args.extend_from_slice(extra);
+        terralod(&args)
+    };
+    let refused = bench(&[
+        "--algo",
+        "quadtree",
+        "--algo",
+        "bintree",
+        "--split-factor",
+        "3",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("--split-factor is an option of algorithm patches")
+    );
+    assert!(refused.stdout.is_empty());
+    for taken in [
+        &[
+            "--algo",
+            "quadtree",
+            "--algo",
+            "patches",
+            "--split-factor",
+            "3",
+        ][..],
+        &["--split-factor", "3", "--adaptive-guard", "2"],
+    ] {
+        let output = bench(taken);
+        assert!(
+            output.status.success(),
+            "{taken:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

@@ -70,7 +70,7 @@ fn mesh_format(path: &Path) -> anyhow::Result<MeshFormat> {
 }
 
 pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
-    let entry = args.lod.entry()?;
+    let entry = args.lod.only_entry()?;
     let format = args.out.as_deref().map(mesh_format).transpose()?;
     if let Some(out) = &args.out {
         let detail = args.lod.algorithm.detail.detail.as_deref();

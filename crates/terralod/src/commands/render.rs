@@ -43,7 +43,7 @@ pub struct RenderArgs {
 }
 
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
-    let entry = args.lod.entry()?;
+    let entry = args.lod.only_entry()?;
     check_png(&args.out)?;
     let detail = args.lod.algorithm.detail.detail.as_deref();
     args.terrain

@@ -50,7 +50,10 @@ pub enum DetailError {
          {cell_size})"
     )]
     Origin { x: f32, z: f32, cell_size: f32 },
-    #[error("the detail ({width} x {height} samples at ({x}, {z})) does not overlap the terrain")]
+    #[error(
+        "the detail ({width} x {height} samples at ({x}, {z})) does not overlap the terrain \
+         (it covers none of its cells)"
+    )]
     Outside {
         width: u32,
         height: u32,
@@ -143,7 +146,9 @@ impl<'a> Detail<'a> {
         let z0 = oz.max(0);
         let x1 = (ox + i64::from(detail.width()) - 1).min(last_x);
         let z1 = (oz + i64::from(detail.height()) - 1).min(last_z);
-        if x0 > x1 || z0 > z1 {
+        // A footprint of one line or one point has no cell to refine: nothing would be
+        // inserted, so the placement is refused as one beside the terrain.
+        if x0 >= x1 || z0 >= z1 {
             return Err(DetailError::Outside {
                 width: detail.width(),
                 height: detail.height(),

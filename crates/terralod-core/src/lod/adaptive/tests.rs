@@ -343,7 +343,15 @@ fn bad_details_are_refused() {
         place((-5.0, -3.0), 0.5),
         Err(DetailError::Outside { .. })
     ));
-    assert!(place((-4.0, -2.0), 0.5).is_ok(), "a corner overlaps");
+    // Touching at a corner or along a side covers no cell; one fine cell is enough.
+    for touching in [(-4.0, -2.0), (-4.0, 0.0), (16.0, 32.0)] {
+        assert!(
+            matches!(place(touching, 0.5), Err(DetailError::Outside { .. })),
+            "{touching:?}"
+        );
+    }
+    let corner = place((-3.5, -1.5), 0.5).expect("one fine cell overlaps");
+    assert_eq!(corner.footprint(), [0, 0, 1, 1]);
     assert!(matches!(
         place((0.0, 0.0), 1.0 / 512.0),
         Err(DetailError::CellSize { .. })

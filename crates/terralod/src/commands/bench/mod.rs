@@ -185,6 +185,8 @@ pub struct AlgorithmRun {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let entries = selected_algorithms(&args.algos)?;
+    let names: Vec<&str> = entries.iter().map(|entry| entry.name).collect();
+    args.algorithm.refuse_unread(&names, false)?;
     check_outputs(args)?;
     if !(args.pixel_error.is_finite() && args.pixel_error > 0.0) {
         bail!(
@@ -714,6 +716,26 @@ fn check_refines(first: u32, size: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the oracles found on a run, for a line of text: the measured error and popping
+/// on the measured frames, and the defective frames with `--check` (empty when neither
+/// ran).
+fn oracle_text(run: &AlgorithmRun) -> String {
+    let mut text = String::new();
+    if let (Some(max), Some(p99)) = (run.measured_max_px, run.measured_p99_px) {
+        text += &format!(
+            ", measured px max {max:.3} p99 {p99:.3} ({} frames)",
+            run.measured_frames
+        );
+    }
+    if let Some(popping) = run.popping_px {
+        text += &format!(", popping px max {popping:.3}");
+    }
+    if let Some(defective) = run.defective_frames {
+        text += &format!(", defective frames {defective}");
+    }
+    text
+}
+
 /// `--scaling`: the default path over procedural terrains of each size, one extent.
 fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow::Result<()> {
     if args.terrain.file.is_some() || args.path.is_some() || args.speed.is_some() {
@@ -759,12 +781,13 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
             writeln!(
                 out,
                 "{size:>6}² {:<10} select median {:.3} ms, p95 {:.3} ms, triangles median {:.0}, \
-                 nodes visited median {:.0}",
+                 nodes visited median {:.0}{}",
                 run.algorithm,
                 run.select_ms.median,
                 run.select_ms.p95,
                 run.triangles.median,
-                run.nodes_visited.median
+                run.nodes_visited.median,
+                oracle_text(&run)
             )?;
             rows.push((size, run));
         }
@@ -787,6 +810,11 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
                 "triangles": r.triangles,
                 "nodes_visited": r.nodes_visited,
                 "build_ms": r.build_ms,
+                "measured_max_px": r.measured_max_px,
+                "measured_p99_px": r.measured_p99_px,
+                "measured_frames": r.measured_frames,
+                "popping_px": r.popping_px,
+                "defective_frames": r.defective_frames,
             })
         })
         .collect();

@@ -29,7 +29,7 @@
 
 use crate::grid_math::{Pt, triangle_row_span, up_area2};
 use std::fmt;
-use terralod_core::{Camera, GridMesh, GridPos, Heightfield};
+use terralod_core::{Camera, GridMesh, GridPos, Heightfield, WorldMapping};
 
 /// Why an error measurement could not be made.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -244,21 +244,142 @@ enum Projected {
     Clipped,
 }
 
-/// Tracks the worst sample deterministically: larger error first, then lower sample index.
-#[derive(Default)]
+/// Tracks the worst sample deterministically: larger error first, then the lower sample
+/// index (row-major: lower row, then lower column), whatever order samples come in.
+#[derive(Clone, Copy, Default)]
 struct Worst {
-    best: Option<(f64, usize, SampleError)>,
+    best: Option<(f64, SampleError)>,
 }
 
 impl Worst {
-    fn offer(&mut self, index: usize, sample: SampleError) {
+    fn offer(&mut self, sample: SampleError) {
+        let key = |s: &SampleError| (s.pos.row, s.pos.col);
         let better = match &self.best {
             None => true,
-            Some((e, i, _)) => sample.error > *e || (sample.error == *e && index < *i),
+            Some((e, best)) => {
+                sample.error > *e || (sample.error == *e && key(&sample) < key(best))
+            }
         };
         if better {
-            self.best = Some((sample.error, index, sample));
+            self.best = Some((sample.error, sample));
         }
+    }
+
+    fn merge(&mut self, other: Worst) {
+        if let Some((_, sample)) = other.best {
+            self.offer(sample);
+        }
+    }
+
+    fn max(&self) -> f64 {
+        self.best.map_or(0.0, |b| b.0)
+    }
+
+    fn sample(&self) -> Option<SampleError> {
+        self.best.map(|b| b.1)
+    }
+}
+
+/// The data samples an oracle visits: columns `col0 .. col0 + width`, rows likewise, held
+/// row-major by a heightfield of `width × height` samples (the whole data, or a window).
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    col0: i64,
+    row0: i64,
+    width: i64,
+    height: i64,
+}
+
+impl Region {
+    fn whole(field: &Heightfield) -> Region {
+        Region {
+            col0: 0,
+            row0: 0,
+            width: i64::from(field.width()),
+            height: i64::from(field.height()),
+        }
+    }
+}
+
+/// Per-sample worst errors of some triangles over a region: NaN marks "not covered" and
+/// "not in view".
+struct RegionErrors {
+    world: Vec<f64>,
+    /// Empty without a camera.
+    pixels: Vec<f64>,
+    clipped: Vec<bool>,
+    worst_world: Worst,
+    worst_pixel: Worst,
+    skipped_triangles: u64,
+}
+
+/// The errors of `triangles` of `mesh` at every sample of `field`, which holds `region`'s
+/// raw samples (heights through `mapping`); `view` adds the projected error.
+fn region_errors<'m>(
+    field: &Heightfield,
+    mapping: WorldMapping,
+    region: Region,
+    mesh: &'m GridMesh,
+    triangles: impl Iterator<Item = &'m [u32; 3]>,
+    view: Option<&View>,
+) -> RegionErrors {
+    let sample_count = field.len();
+    let (cell, scale, offset) = (
+        f64::from(mapping.cell_size),
+        f64::from(mapping.height_scale),
+        f64::from(mapping.height_offset),
+    );
+    let samples = field.samples();
+    let mut world = vec![f64::NAN; sample_count];
+    let mut pixels = if view.is_some() {
+        vec![f64::NAN; sample_count]
+    } else {
+        Vec::new()
+    };
+    let mut clipped = if view.is_some() {
+        vec![false; sample_count]
+    } else {
+        Vec::new()
+    };
+    let (mut worst_world, mut worst_pixel) = (Worst::default(), Worst::default());
+    let skipped_triangles = rasterize_in(region, mesh, triangles, |index, pos, drawn| {
+        let truth = f64::from(samples.get(index)) * scale + offset;
+        let error = finite_or_infinite((drawn - truth).abs());
+        let sample = |error| SampleError {
+            pos,
+            error,
+            true_height: truth,
+            drawn_height: drawn,
+        };
+        let slot = &mut world[index];
+        if slot.is_nan() || error > *slot {
+            *slot = error;
+        }
+        worst_world.offer(sample(error));
+
+        let Some(view) = view else { return };
+        let (x, z) = (f64::from(pos.col) * cell, f64::from(pos.row) * cell);
+        let error = match project_error(view, [x, truth, z], drawn) {
+            Projected::OutOfView => return,
+            Projected::Clipped => {
+                clipped[index] = true;
+                f64::INFINITY
+            }
+            Projected::Pixels(e) => e,
+        };
+        let slot = &mut pixels[index];
+        if slot.is_nan() || error > *slot {
+            *slot = error;
+        }
+        worst_pixel.offer(sample(error));
+    });
+    RegionErrors {
+        world,
+        pixels,
+        clipped,
+        worst_world,
+        worst_pixel,
+        skipped_triangles,
     }
 }
 
@@ -283,74 +404,37 @@ pub fn measure_error(
 ) -> Result<ErrorReport, MeasureError> {
     let view = camera.map(View::new).transpose()?;
     let sample_count = field.len();
-    let mapping = field.mapping();
-    let (cell, scale, offset) = (
-        f64::from(mapping.cell_size),
-        f64::from(mapping.height_scale),
-        f64::from(mapping.height_offset),
+    let RegionErrors {
+        world: world_errors,
+        pixels: pixel_errors,
+        clipped,
+        worst_world,
+        worst_pixel,
+        skipped_triangles,
+    } = region_errors(
+        field,
+        field.mapping(),
+        Region::whole(field),
+        mesh,
+        mesh.triangles.iter(),
+        view.as_ref(),
     );
-    let samples = field.samples();
-
-    // Per-sample worst errors; NaN marks "not covered" and "not in view".
-    let mut world_errors = vec![f64::NAN; sample_count];
-    let mut pixel_errors = if view.is_some() {
-        vec![f64::NAN; sample_count]
-    } else {
-        Vec::new()
-    };
-    let mut clipped = if view.is_some() {
-        vec![false; sample_count]
-    } else {
-        Vec::new()
-    };
-    let (mut worst_world, mut worst_pixel) = (Worst::default(), Worst::default());
-    let skipped_triangles = rasterize(field, mesh, |index, pos, drawn| {
-        let truth = f64::from(samples.get(index)) * scale + offset;
-        let error = finite_or_infinite((drawn - truth).abs());
-        let sample = |error| SampleError {
-            pos,
-            error,
-            true_height: truth,
-            drawn_height: drawn,
-        };
-        let slot = &mut world_errors[index];
-        if slot.is_nan() || error > *slot {
-            *slot = error;
-        }
-        worst_world.offer(index, sample(error));
-
-        let Some(view) = &view else { return };
-        let (x, z) = (f64::from(pos.col) * cell, f64::from(pos.row) * cell);
-        let error = match project_error(view, [x, truth, z], drawn) {
-            Projected::OutOfView => return,
-            Projected::Clipped => {
-                clipped[index] = true;
-                f64::INFINITY
-            }
-            Projected::Pixels(e) => e,
-        };
-        let slot = &mut pixel_errors[index];
-        if slot.is_nan() || error > *slot {
-            *slot = error;
-        }
-        worst_pixel.offer(index, sample(error));
-    });
 
     let mut covered_errors: Vec<f64> = world_errors.into_iter().filter(|e| !e.is_nan()).collect();
     let covered = covered_errors.len() as u64;
     let world = WorldError {
-        max: worst_world.best.map_or(0.0, |b| b.0),
+        max: worst_world.max(),
         p99: percentile99(&mut covered_errors),
-        worst: worst_world.best.map(|b| b.2),
+        worst: worst_world.sample(),
     };
     let projected = view.map(|_| {
         let mut in_view: Vec<f64> = pixel_errors.into_iter().filter(|e| !e.is_nan()).collect();
         ProjectedError {
             in_view: in_view.len() as u64,
             clipped: clipped.iter().filter(|&&c| c).count() as u64,
-            max: worst_pixel.best.map_or(0.0, |b| b.0),
+            max: worst_pixel.max(),
             p99: percentile99(&mut in_view),
-            worst: worst_pixel.best.map(|b| b.2),
+            worst: worst_pixel.sample(),
         }
     });
     Ok(ErrorReport {
@@ -360,6 +444,191 @@ pub fn measure_error(
         skipped_triangles,
         world,
         projected,
+    })
+}
+
+/// A window of the data: `width × height` samples from grid position `origin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub origin: GridPos,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// What [`measure_error_by_windows`] found: [`measure_error`]'s counts and maxima over the
+/// whole data, without the percentiles (they would need every sample's error at once).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowedErrorReport {
+    pub data_samples: u64,
+    pub covered: u64,
+    pub uncovered: u64,
+    pub skipped_triangles: u64,
+    /// Windows read: those the bounding box of some triangle reaches.
+    pub windows_read: u64,
+    /// Largest `|drawn − true|` and its sample, as [`WorldError`]'s.
+    pub world_max: f64,
+    pub world_worst: Option<SampleError>,
+    /// Present when a camera was given, as [`ProjectedError`] without its `p99`.
+    pub projected: Option<WindowedProjected>,
+}
+
+/// The projected part of a [`WindowedErrorReport`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowedProjected {
+    pub in_view: u64,
+    pub clipped: u64,
+    pub max: f64,
+    pub worst: Option<SampleError>,
+}
+
+/// Why [`measure_error_by_windows`] could not measure.
+#[derive(Debug, thiserror::Error)]
+pub enum WindowedMeasureError<E: fmt::Display> {
+    #[error(transparent)]
+    Camera(#[from] MeasureError),
+    #[error(
+        "reading the data window of {} x {} samples at ({}, {}): {error}",
+        window.width, window.height, window.origin.col, window.origin.row
+    )]
+    Read { window: Window, error: E },
+    #[error(
+        "the data window of {} x {} samples at ({}, {}) was read as {} x {} samples",
+        window.width, window.height, window.origin.col, window.origin.row, got.0, got.1
+    )]
+    Shape { window: Window, got: (u32, u32) },
+}
+
+/// [`measure_error`] over data too large to hold: `data` samples (width, height) under
+/// `mapping`, read window by window with `read` (a heightfield of exactly the window's
+/// samples, `(0, 0)` its origin; its own mapping is not used, `mapping` is). The windows
+/// partition the data into squares of `side` samples (at least 2; the last column and row
+/// of windows take the remainder, so every window has at least 2 × 2); only those that
+/// some triangle's bounding box reaches are read, in parallel.
+///
+/// Guarantee: the maxima, their samples (ties to the lowest row, then column) and the
+/// counts are exactly [`measure_error`]'s on the whole data (a unit test compares them),
+/// since every sample lies in one window and each window visits every triangle that can
+/// cover one of its samples. Memory: the mesh's bucket lists plus a few windows of per-sample
+/// errors at once.
+pub fn measure_error_by_windows<E: fmt::Display + Send>(
+    data: (u32, u32),
+    mapping: WorldMapping,
+    side: u32,
+    mesh: &GridMesh,
+    camera: Option<&Camera>,
+    read: impl Fn(Window) -> Result<Heightfield, E> + Sync,
+) -> Result<WindowedErrorReport, WindowedMeasureError<E>> {
+    use rayon::prelude::*;
+    let view = camera.map(View::new).transpose()?;
+    let side = side.max(2);
+    // Windows along one axis of `size` samples: `count` of them, the last one wider.
+    let count = |size: u32| ((size.max(2) - 1) / side).max(1);
+    let (across, down) = (count(data.0), count(data.1));
+    let window_of =
+        |sample: i64, windows: u32| ((sample as u64 / u64::from(side)) as u32).min(windows - 1);
+    let span = |i: u32, windows: u32, size: u32| {
+        let start = i * side;
+        (start, if i + 1 == windows { size - start } else { side })
+    };
+    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); across as usize * down as usize];
+    let mut skipped_triangles = 0u64;
+    let (last_col, last_row) = (i64::from(data.0) - 1, i64::from(data.1) - 1);
+    for (id, indices) in mesh.triangles.iter().enumerate() {
+        let Some((corners, _)) = oriented_corners(mesh, indices) else {
+            skipped_triangles += 1;
+            continue;
+        };
+        let cols = corners.map(|c| c.0.col);
+        let rows = corners.map(|c| c.0.row);
+        let (col_lo, col_hi) = (
+            cols.iter().min().copied().unwrap_or(0).max(0),
+            cols.iter().max().copied().unwrap_or(0).min(last_col),
+        );
+        let (row_lo, row_hi) = (
+            rows.iter().min().copied().unwrap_or(0).max(0),
+            rows.iter().max().copied().unwrap_or(0).min(last_row),
+        );
+        if col_lo > col_hi || row_lo > row_hi {
+            continue;
+        }
+        for wy in window_of(row_lo, down)..=window_of(row_hi, down) {
+            for wx in window_of(col_lo, across)..=window_of(col_hi, across) {
+                buckets[(wy * across + wx) as usize].push(id as u32);
+            }
+        }
+    }
+    /// One window's share.
+    #[derive(Default)]
+    struct Partial {
+        windows: u64,
+        covered: u64,
+        in_view: u64,
+        clipped: u64,
+        world: Worst,
+        pixel: Worst,
+    }
+    let partial = buckets
+        .par_iter()
+        .enumerate()
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(k, ids)| {
+            let (wx, wy) = (k as u32 % across, k as u32 / across);
+            let ((col0, width), (row0, height)) =
+                (span(wx, across, data.0), span(wy, down, data.1));
+            let window = Window {
+                origin: GridPos::new(col0, row0),
+                width,
+                height,
+            };
+            let field =
+                read(window).map_err(|error| WindowedMeasureError::Read { window, error })?;
+            if (field.width(), field.height()) != (width, height) {
+                return Err(WindowedMeasureError::Shape {
+                    window,
+                    got: (field.width(), field.height()),
+                });
+            }
+            let region = Region {
+                col0: i64::from(col0),
+                row0: i64::from(row0),
+                width: i64::from(width),
+                height: i64::from(height),
+            };
+            let triangles = ids.iter().map(|&id| &mesh.triangles[id as usize]);
+            let errors = region_errors(&field, mapping, region, mesh, triangles, view.as_ref());
+            Ok(Partial {
+                windows: 1,
+                covered: errors.world.iter().filter(|e| !e.is_nan()).count() as u64,
+                in_view: errors.pixels.iter().filter(|e| !e.is_nan()).count() as u64,
+                clipped: errors.clipped.iter().filter(|&&c| c).count() as u64,
+                world: errors.worst_world,
+                pixel: errors.worst_pixel,
+            })
+        })
+        .try_reduce(Partial::default, |mut a, b| {
+            a.windows += b.windows;
+            a.covered += b.covered;
+            a.in_view += b.in_view;
+            a.clipped += b.clipped;
+            a.world.merge(b.world);
+            a.pixel.merge(b.pixel);
+            Ok(a)
+        })?;
+    let data_samples = u64::from(data.0) * u64::from(data.1);
+    Ok(WindowedErrorReport {
+        data_samples,
+        covered: partial.covered,
+        uncovered: data_samples - partial.covered,
+        skipped_triangles,
+        windows_read: partial.windows,
+        world_max: partial.world.max(),
+        world_worst: partial.world.sample(),
+        projected: view.map(|_| WindowedProjected {
+            in_view: partial.in_view,
+            clipped: partial.clipped,
+            max: partial.pixel.max(),
+            worst: partial.pixel.sample(),
+        }),
     })
 }
 
@@ -406,43 +675,55 @@ pub fn for_each_projected_sample(
 /// barycentrically in `f64`. A sample on a shared edge is visited once per triangle.
 /// Returns the number of triangles skipped (a vertex index out of range, a coordinate
 /// beyond the exact range, or zero area).
-fn rasterize(
-    field: &Heightfield,
-    mesh: &GridMesh,
+fn rasterize(field: &Heightfield, mesh: &GridMesh, visit: impl FnMut(usize, GridPos, f64)) -> u64 {
+    rasterize_in(Region::whole(field), mesh, mesh.triangles.iter(), visit)
+}
+
+/// A triangle's corners (grid point, drawn height) counter-clockwise seen from above, and
+/// twice its area; `None` for a triangle that covers nothing measurable (an index out of
+/// range, a vertex without a height, a position too large, or zero area).
+fn oriented_corners(mesh: &GridMesh, indices: &[u32; 3]) -> Option<([(Pt, f64); 3], f64)> {
+    let corner = |i: u32| -> Option<(Pt, f64)> {
+        let pos = *mesh.positions.get(i as usize)?;
+        let h = *mesh.heights.get(i as usize)?;
+        Some((Pt::from_grid(pos)?, f64::from(h)))
+    };
+    let (a, b, c) = (
+        corner(indices[0])?,
+        corner(indices[1])?,
+        corner(indices[2])?,
+    );
+    let area2 = up_area2(a.0, b.0, c.0);
+    match area2.signum() {
+        1 => Some(([a, b, c], area2 as f64)),
+        -1 => Some(([a, c, b], -area2 as f64)),
+        _ => None,
+    }
+}
+
+/// [`rasterize`] over the samples of `region` and the given triangles only; the index is
+/// the sample's within the region (row-major), the position the grid's.
+fn rasterize_in<'m>(
+    region: Region,
+    mesh: &'m GridMesh,
+    triangles: impl Iterator<Item = &'m [u32; 3]>,
     mut visit: impl FnMut(usize, GridPos, f64),
 ) -> u64 {
-    let (width, height) = (i64::from(field.width()), i64::from(field.height()));
+    let (col_end, row_end) = (region.col0 + region.width, region.row0 + region.height);
     let mut skipped_triangles = 0u64;
-    for indices in &mesh.triangles {
-        let corner = |i: u32| -> Option<(Pt, f64)> {
-            let pos = *mesh.positions.get(i as usize)?;
-            let h = *mesh.heights.get(i as usize)?;
-            Some((Pt::from_grid(pos)?, f64::from(h)))
-        };
-        let (Some(a), Some(b), Some(c)) =
-            (corner(indices[0]), corner(indices[1]), corner(indices[2]))
-        else {
+    for indices in triangles {
+        let Some(([a, b, c], area2)) = oriented_corners(mesh, indices) else {
             skipped_triangles += 1;
             continue;
         };
-        let area2 = up_area2(a.0, b.0, c.0);
-        let [a, b, c] = match area2.signum() {
-            1 => [a, b, c],
-            -1 => [a, c, b],
-            _ => {
-                skipped_triangles += 1;
-                continue;
-            }
-        };
-        let area2 = area2.abs() as f64;
         let t = [a.0, b.0, c.0];
-        let row_min = t.iter().map(|p| p.row).min().unwrap_or(0).max(0);
-        let row_max = t.iter().map(|p| p.row).max().unwrap_or(0).min(height - 1);
+        let row_min = t.iter().map(|p| p.row).min().unwrap_or(0).max(region.row0);
+        let row_max = t.iter().map(|p| p.row).max().unwrap_or(0).min(row_end - 1);
         for row in row_min..=row_max {
             let Some((lo, hi)) = triangle_row_span(&t, row) else {
                 continue;
             };
-            for col in lo.max(0)..=hi.min(width - 1) {
+            for col in lo.max(region.col0)..=hi.min(col_end - 1) {
                 let x = Pt { col, row };
                 let (wa, wb, wc) = (
                     up_area2(t[1], t[2], x) as f64,
@@ -450,7 +731,7 @@ fn rasterize(
                     up_area2(t[0], t[1], x) as f64,
                 );
                 let drawn = (wa * a.1 + wb * b.1 + wc * c.1) / area2;
-                let index = (row * width + col) as usize;
+                let index = ((row - region.row0) * region.width + (col - region.col0)) as usize;
                 visit(index, GridPos::new(col as u32, row as u32), drawn);
             }
         }

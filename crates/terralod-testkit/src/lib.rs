@@ -23,9 +23,10 @@ pub mod mesh_check;
 pub mod strategies;
 
 pub use error_measure::{
-    ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, WorldError,
+    ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, Window,
+    WindowedErrorReport, WindowedMeasureError, WindowedProjected, WorldError,
     check_projected_with_build_tolerance, for_each_projected_sample, measure_error,
-    measure_popping,
+    measure_error_by_windows, measure_popping,
 };
 pub use grid_math::MAX_GRID_COORD;
 pub use mesh_check::{

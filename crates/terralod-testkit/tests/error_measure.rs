@@ -277,3 +277,96 @@ fn bad_triangles_are_skipped_and_bad_cameras_are_errors() {
         })
     );
 }
+
+/// The windowed oracle is the whole-data oracle, window by window: on a 49 × 37 field under
+/// a quadtree mesh reaching past the data (the padded grid), with a degenerate and an
+/// out-of-range triangle added, every count, maximum and worst sample agrees with
+/// `measure_error`'s for windows of 2 to 64 samples, with and without a camera, and the
+/// windows read are only those some triangle reaches.
+#[test]
+fn the_windowed_oracle_equals_the_whole_one() {
+    use terralod_testkit::{Window, WindowedMeasureError, measure_error_by_windows};
+    let raw = smooth_random(49, 37, 11, 40.0).expect("valid field");
+    let mapping = WorldMapping {
+        cell_size: 3.0,
+        height_scale: 1.5,
+        height_offset: -7.0,
+    };
+    let field = raw.clone().with_mapping(mapping).expect("valid mapping");
+    // Leaves of 1 to 8 cells, coarse far from the south-west, heights off the samples.
+    let mut mesh = quadtree_mesh(&field, true, |rect| {
+        let size = rect.col1 - rect.col0;
+        size > 8 || (rect.col0 < 24 && rect.row1 > 20 && size > 1)
+    });
+    for (i, h) in mesh.heights.iter_mut().enumerate() {
+        *h += (i % 7) as f32 * 0.25 - 0.5;
+    }
+    let first = mesh.triangles[0];
+    mesh.triangles.push([first[0], first[0], first[1]]);
+    mesh.triangles.push([0, 1, u32::MAX]);
+    let window_of = |w: Window| -> Result<Heightfield, String> {
+        let Samples::F32(values) = raw.samples() else {
+            return Err("not f32".into());
+        };
+        let mut out = Vec::new();
+        for row in w.origin.row..w.origin.row + w.height {
+            let start = (row * raw.width() + w.origin.col) as usize;
+            out.extend_from_slice(&values[start..start + w.width as usize]);
+        }
+        Heightfield::new(w.width, w.height, Samples::F32(out)).map_err(|e| e.to_string())
+    };
+    let low = camera(Vec3::new(-20.0, 60.0, 130.0), Vec3::new(90.0, 0.0, 40.0));
+    for camera in [None, Some(&low)] {
+        let whole = measure(&field, &mesh, camera);
+        assert!(whole.world.max > 0.0 && whole.skipped_triangles == 2);
+        for side in [2, 5, 16, 64] {
+            let windowed =
+                measure_error_by_windows((49, 37), mapping, side, &mesh, camera, window_of)
+                    .expect("every window reads");
+            assert_eq!(windowed.data_samples, whole.data_samples, "side {side}");
+            assert_eq!(windowed.covered, whole.covered, "side {side}");
+            assert_eq!(windowed.uncovered, whole.uncovered, "side {side}");
+            assert_eq!(windowed.skipped_triangles, 2, "side {side}");
+            assert_eq!(windowed.world_max, whole.world.max, "side {side}");
+            assert_eq!(windowed.world_worst, whole.world.worst, "side {side}");
+            match (&windowed.projected, &whole.projected) {
+                (Some(w), Some(p)) => {
+                    assert!(p.in_view > 0 && p.max > 0.0);
+                    assert_eq!(
+                        (w.in_view, w.clipped, w.max, w.worst),
+                        (p.in_view, p.clipped, p.max, p.worst),
+                        "side {side}"
+                    );
+                }
+                (None, None) => {}
+                other => panic!("side {side}: {other:?}"),
+            }
+        }
+    }
+    // Only the windows a triangle reaches are read: one triangle in one corner.
+    let corner = GridMesh {
+        positions: vec![GridPos::new(0, 0), GridPos::new(0, 3), GridPos::new(3, 0)],
+        heights: vec![0.0; 3],
+        triangles: vec![[0, 1, 2]],
+    };
+    let report =
+        measure_error_by_windows((49, 37), mapping, 8, &corner, None, window_of).expect("reads");
+    assert_eq!((report.windows_read, report.covered), (1, 10));
+    // A read that fails or comes back in another shape is an error naming the window.
+    let failed = measure_error_by_windows((49, 37), mapping, 8, &corner, None, |_| {
+        Err::<Heightfield, _>("disk on fire")
+    });
+    let message = failed.expect_err("the read failed").to_string();
+    assert!(
+        message.contains("at (0, 0)") && message.contains("disk on fire"),
+        "{message}"
+    );
+    let shaped = measure_error_by_windows((49, 37), mapping, 8, &corner, None, |_| {
+        window_of(Window {
+            origin: GridPos::new(0, 0),
+            width: 4,
+            height: 4,
+        })
+    });
+    assert!(matches!(shaped, Err(WindowedMeasureError::Shape { .. })));
+}

@@ -481,3 +481,51 @@ fn a_cache_too_small_for_the_view_is_refused_at_once() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The streamed bench's error oracle reads level 0 tile by tile (it never holds the
+/// terrain, so it measures terrains of any size): on a slow paced flight, a measured frame
+/// drawn with no block held back is within τ, and the cold start's frame, drawn from the
+/// coarsest block, is far beyond it (infinite here, written as null: its drawn points reach
+/// behind the near plane), so the oracle does see the level-0 samples.
+#[test]
+fn the_streamed_oracle_reads_level_0_by_tiles_and_holds_tau() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let json = dir.path().join("flight.json");
+    ok(&[
+        "bench",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--speed",
+        "2",
+        "--fps",
+        "20",
+        "--frames",
+        "20",
+        "--measure-every",
+        "19",
+        "--pixel-error",
+        "1",
+        "--size",
+        "320x240",
+        "--json",
+        json.to_str().expect("UTF-8"),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("written")).expect("JSON");
+    let frames = report["per_frame"].as_array().expect("per-frame figures");
+    let (first, last) = (&frames[0], &frames[19]);
+    assert!(
+        first["blocks_held_back"].as_u64().expect("a count") > 0,
+        "{first}"
+    );
+    assert!(
+        first["measured_px"].as_f64().is_none_or(|px| px > 1.0),
+        "{first}"
+    );
+    assert_eq!(report["measured_frames"], 2, "{report}");
+    assert_eq!(last["blocks_held_back"], 0, "{last}");
+    let measured = last["measured_px"].as_f64().expect("measured");
+    assert!(measured > 0.0 && measured <= 1.0, "{last}");
+}

@@ -97,6 +97,17 @@ pub enum TileError {
     #[error("tile ({tx}, {ty}) of level {level} is outside the tile grid")]
     NoSuchTile { level: u32, tx: u32, ty: u32 },
     #[error(
+        "a window of {width} x {height} samples at ({col}, {row}) is not inside level {level} \
+         (at least 2 x 2 samples, within the level's)"
+    )]
+    NoSuchWindow {
+        level: u32,
+        col: u32,
+        row: u32,
+        width: u32,
+        height: u32,
+    },
+    #[error(
         "tile size {tile_cells} is not a power of two in {MIN_TILE_CELLS} ..= {MAX_TILE_CELLS} cells"
     )]
     InvalidTileSize { tile_cells: u32 },

@@ -5,7 +5,7 @@
 //! header (itself bounded): a tile file's length must equal what the header implies.
 
 use super::blocks::{BLOCKS_FILE, BlockIndex};
-use super::format::{HEADER_FILE, TerrainHeader, TileHeader, corrupt, tile_path};
+use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, corrupt, tile_path};
 use super::{Corruption, SampleType, TILE_HEADER_LEN, TileError};
 use crate::heightfield::{Heightfield, HeightfieldError, Samples, WorldMapping};
 use crate::rounding::{round_down, round_up};
@@ -200,16 +200,35 @@ impl TiledTerrain {
     /// reading and checking every tile. Refuses a level of more than `max_samples` samples
     /// before allocating.
     pub fn to_heightfield(&self, level: u32, max_samples: u64) -> Result<Heightfield, TileError> {
-        let grid = *self
-            .header
-            .levels
-            .get(level as usize)
-            .ok_or(TileError::NoSuchTile {
+        let grid = self.level_grid(level)?;
+        self.window_heightfield(level, [0, 0, grid.width, grid.height], max_samples)
+    }
+
+    /// Assembles the window `[col, row, width, height]` of `level` (level sample
+    /// coordinates, at least 2 × 2, inside the level) into a heightfield under the level's
+    /// mapping, whose sample `(0, 0)` is the level's `(col, row)`: reads and checks only the
+    /// tiles the window touches, so a terrain far larger than memory can be visited window
+    /// by window. Refuses a window of more than `max_samples` samples before allocating.
+    pub fn window_heightfield(
+        &self,
+        level: u32,
+        [col, row, width, height]: [u32; 4],
+        max_samples: u64,
+    ) -> Result<Heightfield, TileError> {
+        let grid = self.level_grid(level)?;
+        let inside = |start: u32, len: u32, size: u32| {
+            len >= 2 && u64::from(start) + u64::from(len) <= u64::from(size)
+        };
+        if !inside(col, width, grid.width) || !inside(row, height, grid.height) {
+            return Err(TileError::NoSuchWindow {
                 level,
-                tx: 0,
-                ty: 0,
-            })?;
-        let count = u64::from(grid.width) * u64::from(grid.height);
+                col,
+                row,
+                width,
+                height,
+            });
+        }
+        let count = u64::from(width) * u64::from(height);
         if count > max_samples {
             return Err(TileError::TooLargeForMemory {
                 level,
@@ -222,18 +241,26 @@ impl TiledTerrain {
             SampleType::I16 => Samples::I16(zeroed(count, level)?),
             SampleType::F32 => Samples::F32(zeroed(count, level)?),
         };
-        let cells = self.header.tile_cells as usize;
-        let (width, height) = (grid.width as usize, grid.height as usize);
-        for ty in 0..grid.tiles_y {
-            for tx in 0..grid.tiles_x {
+        let cells = self.header.tile_cells;
+        let (last_col, last_row) = (col + width - 1, row + height - 1);
+        // Tiles share their borders: the last sample of a level lies in the last tile.
+        let tile_of = |sample: u32, tiles: u32| (sample / cells).min(tiles - 1);
+        let out_width = width as usize;
+        for ty in tile_of(row, grid.tiles_y)..=tile_of(last_row, grid.tiles_y) {
+            for tx in tile_of(col, grid.tiles_x)..=tile_of(last_col, grid.tiles_x) {
                 let tile = self.read_tile(level, tx, ty)?;
-                let (col0, row0) = (tx as usize * cells, ty as usize * cells);
-                let cols = (cells + 1).min(width - col0);
-                let rows = (cells + 1).min(height - row0);
                 let side = tile.side as usize;
+                // The part of the window this tile holds (its samples tx·N ..= tx·N + N).
+                let (tile_col, tile_row) = (tx * cells, ty * cells);
+                let cols = col.max(tile_col)..=last_col.min(tile_col + cells);
+                let rows = row.max(tile_row)..=last_row.min(tile_row + cells);
+                let n = (cols.end() - cols.start() + 1) as usize;
                 let copy = |dst: &mut dyn FnMut(usize, usize, usize)| {
-                    for j in 0..rows {
-                        dst((row0 + j) * width + col0, j * side, cols);
+                    for r in rows.clone() {
+                        let out = (r - row) as usize * out_width + (cols.start() - col) as usize;
+                        let src =
+                            (r - tile_row) as usize * side + (cols.start() - tile_col) as usize;
+                        dst(out, src, n);
                     }
                 };
                 match (&mut assembled, &tile.samples) {
@@ -256,8 +283,21 @@ impl TiledTerrain {
                 }
             }
         }
-        let field = Heightfield::new(grid.width, grid.height, assembled)?;
+        let field = Heightfield::new(width, height, assembled)?;
         Ok(field.with_mapping(self.level_mapping(level))?)
+    }
+
+    /// The grid of `level`, or `NoSuchTile` for a level the terrain does not have.
+    fn level_grid(&self, level: u32) -> Result<LevelGrid, TileError> {
+        self.header
+            .levels
+            .get(level as usize)
+            .copied()
+            .ok_or(TileError::NoSuchTile {
+                level,
+                tx: 0,
+                ty: 0,
+            })
     }
 }
 

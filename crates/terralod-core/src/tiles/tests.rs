@@ -220,6 +220,83 @@ fn to_heightfield_refuses_a_level_over_the_limit_before_reading() {
     assert_eq!(terrain.to_heightfield(1, 1000).expect("fits").width(), 17);
 }
 
+/// A window of a level is the level's samples there, read from the tiles it touches only
+/// (across tile borders, at the last row and column, at every level and sample type), under
+/// the level's mapping; a window outside the level, thinner than 2 samples or over the limit
+/// is refused, and one over a damaged tile names it.
+#[test]
+fn a_window_of_a_level_is_its_samples_there() {
+    for sample_type in sample_types() {
+        let source = field(37, 29, sample_type, 5);
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        import_into(&source, dir.path(), 8);
+        let terrain = TiledTerrain::open(dir.path()).expect("opens");
+        for level in 0..terrain.header().levels.len() as u32 {
+            let whole = terrain.to_heightfield(level, u64::MAX).expect("fits");
+            let (width, height) = (whole.width(), whole.height());
+            let windows = [
+                [0, 0, width, height],
+                [0, 0, 2, 2],
+                [width - 2, height - 2, 2, 2],
+                [3, 5, 13, 11],
+                [7, 1, width.saturating_sub(9), 2],
+            ];
+            let inside = |&[col, row, w, h]: &[u32; 4]| {
+                w >= 2 && h >= 2 && col + w <= width && row + h <= height
+            };
+            for [col, row, w, h] in windows.into_iter().filter(inside) {
+                let window = terrain
+                    .window_heightfield(level, [col, row, w, h], u64::MAX)
+                    .expect("inside the level");
+                assert_eq!((window.width(), window.height()), (w, h));
+                assert_eq!(window.mapping(), whole.mapping(), "level {level}");
+                for j in 0..h {
+                    for i in 0..w {
+                        assert_eq!(
+                            window.raw(i, j),
+                            whole.raw(col + i, row + j),
+                            "{sample_type:?} level {level} window {col},{row} {w}x{h} at {i},{j}"
+                        );
+                    }
+                }
+            }
+        }
+        for refused in [
+            [36, 0, 2, 2],
+            [0, 0, 1, 5],
+            [0, 28, 4, 2],
+            [u32::MAX, 0, 2, 2],
+        ] {
+            assert!(
+                matches!(
+                    terrain.window_heightfield(0, refused, u64::MAX),
+                    Err(TileError::NoSuchWindow { .. })
+                ),
+                "{refused:?}"
+            );
+        }
+        assert!(matches!(
+            terrain.window_heightfield(0, [0, 0, 10, 10], 99),
+            Err(TileError::TooLargeForMemory { samples: 100, .. })
+        ));
+        assert!(matches!(
+            terrain.window_heightfield(9, [0, 0, 2, 2], u64::MAX),
+            Err(TileError::NoSuchTile { level: 9, .. })
+        ));
+        // Only the tiles under the window are read: a damaged tile elsewhere is not seen.
+        std::fs::remove_file(terrain.tile_path(0, 4, 3)).expect("the last tile exists");
+        assert!(
+            terrain
+                .window_heightfield(0, [0, 0, 9, 9], u64::MAX)
+                .is_ok()
+        );
+        let missing = terrain
+            .window_heightfield(0, [30, 20, 7, 9], u64::MAX)
+            .expect_err("the window reaches the deleted tile");
+        assert!(missing.to_string().contains("4.tile"), "{missing}");
+    }
+}
+
 /// A small import whose files the fault tests damage.
 fn damaged_copy() -> (tempfile::TempDir, TiledTerrain) {
     let source = field(33, 17, SampleType::F32, 3);

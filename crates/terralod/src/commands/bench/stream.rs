@@ -13,12 +13,27 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use terralod_core::lod::{LodAlgorithm, StreamedLod, View};
-use terralod_core::tiles::{DetailTiles, TileCache, TileSource, TiledTerrain};
-use terralod_testkit::{check_mesh, measure_error};
+use terralod_core::tiles::{DetailTiles, TileCache, TileError, TileSource, TiledTerrain};
+use terralod_core::{Camera, GridMesh, Heightfield};
+use terralod_testkit::{
+    Window, WindowedMeasureError, check_mesh, measure_error, measure_error_by_windows,
+};
 
-/// Largest level 0 the oracles load to measure the error and check the meshes; above it
-/// the flight is measured for time and memory only (the oracles need the whole field).
+/// Largest finest level (procedural detail included) the oracles generate whole to judge a
+/// flight with `--detail-levels`; above it that flight is measured for time and memory
+/// only.
 const ORACLE_SAMPLES: u64 = 1 << 24;
+
+/// What the flight's meshes are judged against.
+enum Oracle {
+    /// A terrain of any size without detail: the crack checker on the mesh the pool draws,
+    /// the error oracle over level 0 read one tile at a time ([`measure_error_by_windows`]:
+    /// the same maxima as over the whole level), so the oracle holds a few tiles, not the
+    /// terrain, and a tile it cannot read leaves that frame unmeasured.
+    Windowed,
+    /// With procedural detail: the finest level as drawn, generated whole in memory.
+    Whole(Heightfield),
+}
 
 /// One frame of a streamed flight.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -39,19 +54,21 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     let tiled = &terrain.tiled;
     let plan = &terrain.plan;
     let wants_oracle = args.check || args.measure_every > 0;
-    let oracle = if wants_oracle {
+    let oracle = if !wants_oracle {
+        None
+    } else if args.stream.detail_levels == 0 {
+        Some(Oracle::Windowed)
+    } else {
         let bar = progress::spinner("assembling the finest level for the oracles");
         let field = terrain.finest_field(&args.stream, ORACLE_SAMPLES);
         bar.finish_and_clear();
         match field {
-            Ok(field) => Some(field),
+            Ok(field) => Some(Oracle::Whole(field)),
             Err(error) => {
                 eprintln!("oracles off: {error:#}");
                 None
             }
         }
-    } else {
-        None
     };
     let poses = match (&args.path, args.speed) {
         (Some(file), _) => path::read_path(file)?,
@@ -74,10 +91,13 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         .speed
         .map(|_| Duration::from_secs_f64(1.0 / f64::from(args.fps)));
     let start = Instant::now();
+    // The oracles' time is taken out of the schedule: the flight after a measured frame
+    // goes on as if the frame had taken its own time only.
+    let mut judged = Duration::ZERO;
     for (i, camera) in cameras.iter().enumerate() {
         if let Some(frame_time) = frame_time
             && let Some(wait) =
-                (start + frame_time * i as u32).checked_duration_since(Instant::now())
+                (start + judged + frame_time * i as u32).checked_duration_since(Instant::now())
         {
             std::thread::sleep(wait);
         }
@@ -85,16 +105,40 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         let selection = algorithm.0.select(&view);
         let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
         let mut measured_px = None;
-        if let Some(field) = &oracle
+        let judging = Instant::now();
+        if let Some(oracle) = &oracle
             && (measure || args.check)
         {
-            let mesh = selection.to_mesh(field);
-            if measure
-                && let Some(projected) = measure_error(field, &mesh, Some(camera))
-                    .with_context(|| format!("measuring frame {i}"))?
-                    .projected
-            {
-                measured_px = Some(projected.max);
+            let mesh = match oracle {
+                Oracle::Whole(field) => selection.to_mesh(field),
+                Oracle::Windowed => selection
+                    .to_mesh_from_pool()
+                    .context("a streamed selection draws from its pool")?,
+            };
+            if measure {
+                measured_px = match oracle {
+                    Oracle::Whole(field) => measure_error(field, &mesh, Some(camera))
+                        .with_context(|| format!("measuring frame {i}"))?
+                        .projected
+                        .map(|p| p.max),
+                    Oracle::Windowed => {
+                        let bar = &bar;
+                        bar.set_message(format!("measuring frame {i}"));
+                        let measured = measure_by_tiles(tiled, &mesh, camera);
+                        bar.set_message("");
+                        match measured {
+                            Ok(max) => max,
+                            // A tile the oracle cannot read (the flight drew the coarser
+                            // level there): this frame goes unmeasured.
+                            Err(error) => {
+                                bar.suspend(|| {
+                                    eprintln!("frame {i}: not measured: {error}");
+                                });
+                                None
+                            }
+                        }
+                    }
+                };
             }
             if let Some(count) = defective.as_mut() {
                 let report = check_mesh(&mesh, None);
@@ -108,6 +152,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
                 }
             }
         }
+        judged += judging.elapsed();
         let stats = *algorithm.0.stats();
         let stream = *algorithm.0.stream_stats();
         algorithm.report_with(|line| bar.suspend(|| eprintln!("frame {i}: {line}")));
@@ -131,6 +176,32 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         &frames,
         defective,
     )
+}
+
+/// The largest projected error of `mesh` for `camera` over level 0 of `tiled`, read one
+/// tile at a time (0 when no sample is in view, as the whole oracle says).
+fn measure_by_tiles(
+    tiled: &TiledTerrain,
+    mesh: &GridMesh,
+    camera: &Camera,
+) -> Result<Option<f64>, WindowedMeasureError<TileError>> {
+    let header = tiled.header();
+    let report = measure_error_by_windows(
+        (header.width, header.height),
+        tiled.level_mapping(0),
+        header.tile_cells,
+        mesh,
+        Some(camera),
+        |window| {
+            let Window {
+                origin,
+                width,
+                height,
+            } = window;
+            tiled.window_heightfield(0, [origin.col, origin.row, width, height], u64::MAX)
+        },
+    )?;
+    Ok(report.projected.map(|p| p.max))
 }
 
 /// The terrain as flown: the stored sizes, and the detail grid's when detail is added.

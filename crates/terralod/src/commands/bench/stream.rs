@@ -47,6 +47,8 @@ pub struct StreamFrame {
     /// Procedural detail tiles held (`--detail-levels`).
     pub detail_bytes: u64,
     pub measured_px: Option<f64>,
+    /// Samples whose true point is in view on a measured frame (what the oracle visited).
+    pub measured_samples: Option<u64>,
 }
 
 pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
@@ -104,7 +106,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         let view = View::screen(*camera, args.pixel_error)?;
         let selection = algorithm.0.select(&view);
         let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
-        let mut measured_px = None;
+        let (mut measured_px, mut measured_samples) = (None, None);
         let judging = Instant::now();
         if let Some(oracle) = &oracle
             && (measure || args.check)
@@ -116,18 +118,17 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
                     .context("a streamed selection draws from its pool")?,
             };
             if measure {
-                measured_px = match oracle {
+                let measured = match oracle {
                     Oracle::Whole(field) => measure_error(field, &mesh, Some(camera))
                         .with_context(|| format!("measuring frame {i}"))?
                         .projected
-                        .map(|p| p.max),
+                        .map(|p| (p.max, p.in_view)),
                     Oracle::Windowed => {
-                        let bar = &bar;
                         bar.set_message(format!("measuring frame {i}"));
                         let measured = measure_by_tiles(tiled, &mesh, camera);
                         bar.set_message("");
                         match measured {
-                            Ok(max) => max,
+                            Ok(measured) => measured,
                             // A tile the oracle cannot read (the flight drew the coarser
                             // level there): this frame goes unmeasured.
                             Err(error) => {
@@ -139,6 +140,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
                         }
                     }
                 };
+                (measured_px, measured_samples) = (measured.map(|m| m.0), measured.map(|m| m.1));
             }
             if let Some(count) = defective.as_mut() {
                 let report = check_mesh(&mesh, None);
@@ -164,6 +166,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
             resident_bytes: algorithm.0.source().inner().stats().resident_bytes,
             detail_bytes: algorithm.0.source().stats().bytes,
             measured_px,
+            measured_samples,
         });
         bar.inc(1);
     }
@@ -179,12 +182,13 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
 }
 
 /// The largest projected error of `mesh` for `camera` over level 0 of `tiled`, read one
-/// tile at a time (0 when no sample is in view, as the whole oracle says).
+/// tile at a time (0 when no sample is in view, as the whole oracle says), and the samples
+/// in view.
 fn measure_by_tiles(
     tiled: &TiledTerrain,
     mesh: &GridMesh,
     camera: &Camera,
-) -> Result<Option<f64>, WindowedMeasureError<TileError>> {
+) -> Result<Option<(f64, u64)>, WindowedMeasureError<TileError>> {
     let header = tiled.header();
     let report = measure_error_by_windows(
         (header.width, header.height),
@@ -201,7 +205,7 @@ fn measure_by_tiles(
             tiled.window_heightfield(0, [origin.col, origin.row, width, height], u64::MAX)
         },
     )?;
-    Ok(report.projected.map(|p| p.max))
+    Ok(report.projected.map(|p| (p.max, p.in_view)))
 }
 
 /// The terrain as flown: the stored sizes, and the detail grid's when detail is added.

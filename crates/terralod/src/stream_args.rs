@@ -30,9 +30,10 @@ pub struct StreamArgs {
     /// and dropped when it leaves (at most log2 of the tile size).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
     pub detail_levels: u32,
-    /// Bump amplitude of the procedural detail, in cells of each detail level (0 ..= 4).
-    #[arg(long, default_value_t = DetailOptions::DEFAULT.roughness)]
-    pub detail_roughness: f32,
+    /// Bump amplitude of the procedural detail, in cells of each detail level (0 ..= 4),
+    /// with --detail-levels. [default: 0.25]
+    #[arg(long)]
+    pub detail_roughness: Option<f32>,
 }
 
 impl StreamArgs {
@@ -50,6 +51,9 @@ impl StreamArgs {
                  import makes one)"
             );
         }
+        if self.detail_roughness.is_some() && self.detail_levels == 0 {
+            bail!("--detail-roughness shapes the procedural detail: give --detail-levels K too");
+        }
         Ok(())
     }
 
@@ -65,7 +69,9 @@ impl StreamArgs {
 
     pub fn detail(&self) -> DetailOptions {
         DetailOptions {
-            roughness: self.detail_roughness,
+            roughness: self
+                .detail_roughness
+                .unwrap_or(DetailOptions::DEFAULT.roughness),
             ..DetailOptions::DEFAULT.with_levels(self.detail_levels)
         }
     }

@@ -352,6 +352,20 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--detail-levels applies to"), "{stderr}");
+    // So is a roughness without detail levels to shape.
+    let output = terralod(&[
+        "mesh",
+        tiles.to_str().expect("UTF-8"),
+        "--algo",
+        "streamed",
+        "--detail-roughness",
+        "0.5",
+        "--max-error",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--detail-roughness shapes"), "{stderr}");
 }
 
 /// `mesh DIR --algo streamed --path`: a walk streams its tiles as it goes; every frame is

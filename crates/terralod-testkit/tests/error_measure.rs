@@ -343,6 +343,25 @@ fn the_windowed_oracle_equals_the_whole_one() {
             }
         }
     }
+    // Ties go to the lowest row, then column, whatever order the triangles (and windows)
+    // come in: every sample of this mesh is 1 too high, and its triangles run backwards.
+    let flat = plane(49, 37, 0.0).expect("valid field");
+    let mut raised = full_grid_mesh(&flat);
+    raised.heights.iter_mut().for_each(|h| *h = 1.0);
+    raised.triangles.reverse();
+    let whole = measure(&flat, &raised, None);
+    let flat_window = |w: Window| -> Result<Heightfield, String> {
+        plane(w.width, w.height, 0.0).map_err(|e| e.to_string())
+    };
+    let windowed =
+        measure_error_by_windows((49, 37), flat.mapping(), 8, &raised, None, flat_window)
+            .expect("reads");
+    for worst in [whole.world.worst, windowed.world_worst] {
+        assert_eq!(
+            worst.map(|w| (w.pos, w.error)),
+            Some((GridPos::new(0, 0), 1.0))
+        );
+    }
     // Only the windows a triangle reaches are read: one triangle in one corner.
     let corner = GridMesh {
         positions: vec![GridPos::new(0, 0), GridPos::new(0, 3), GridPos::new(3, 0)],

@@ -339,33 +339,37 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
     assert!(stderr.contains("detail levels need tiles"), "{stderr}");
 
     // Where nothing streams, the flag is refused rather than ignored.
-    let output = terralod(&[
-        "mesh",
-        tiles.to_str().expect("UTF-8"),
-        "--algo",
-        "quadtree",
-        "--detail-levels",
-        "1",
-        "--max-error",
-        "1",
-    ]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--detail-levels applies to"), "{stderr}");
     // So is a roughness without detail levels to shape.
-    let output = terralod(&[
-        "mesh",
-        tiles.to_str().expect("UTF-8"),
-        "--algo",
-        "streamed",
-        "--detail-roughness",
-        "0.5",
-        "--max-error",
-        "1",
-    ]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--detail-roughness shapes"), "{stderr}");
+    for (algo, flag, value, needle) in [
+        (
+            "quadtree",
+            "--detail-levels",
+            "1",
+            "--detail-levels applies to",
+        ),
+        (
+            "streamed",
+            "--detail-roughness",
+            "0.5",
+            "--detail-roughness shapes",
+        ),
+    ] {
+        let tiles = tiles.to_str().expect("UTF-8");
+        let args = [
+            "mesh",
+            tiles,
+            "--algo",
+            algo,
+            flag,
+            value,
+            "--max-error",
+            "1",
+        ];
+        let output = terralod(&args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
 }
 
 /// `mesh DIR --algo streamed --path`: a walk streams its tiles as it goes; every frame is

@@ -106,7 +106,8 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         let view = View::screen(*camera, args.pixel_error)?;
         let selection = algorithm.0.select(&view);
         let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
-        let (mut measured_px, mut measured_samples) = (None, None);
+        // The largest projected error of a measured frame and the samples in view.
+        let mut measured: Option<(f64, u64)> = None;
         let judging = Instant::now();
         if let Some(oracle) = &oracle
             && (measure || args.check)
@@ -118,7 +119,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
                     .context("a streamed selection draws from its pool")?,
             };
             if measure {
-                let measured = match oracle {
+                measured = match oracle {
                     Oracle::Whole(field) => measure_error(field, &mesh, Some(camera))
                         .with_context(|| format!("measuring frame {i}"))?
                         .projected
@@ -140,7 +141,6 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
                         }
                     }
                 };
-                (measured_px, measured_samples) = (measured.map(|m| m.0), measured.map(|m| m.1));
             }
             if let Some(count) = defective.as_mut() {
                 let report = check_mesh(&mesh, None);
@@ -165,8 +165,8 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
             blocks_held_back: stream.blocks_held_back,
             resident_bytes: algorithm.0.source().inner().stats().resident_bytes,
             detail_bytes: algorithm.0.source().stats().bytes,
-            measured_px,
-            measured_samples,
+            measured_px: measured.map(|(px, _)| px),
+            measured_samples: measured.map(|(_, samples)| samples),
         });
         bar.inc(1);
     }

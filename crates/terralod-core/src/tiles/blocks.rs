@@ -7,7 +7,8 @@
 //! ([`BlockIndex::from_own_stats`]) gives the full-resolution range and `error_to_finest`.
 
 use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_fields, check_sealed};
-use super::import::{error_against_coarser, error_in_window};
+use super::import::error_against_coarser;
+use super::stats::{StatSample, fold_range, window_error};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping};
 pub(super) use crate::rounding::{round_down, round_up};
@@ -91,7 +92,7 @@ pub fn level_blocks(grid: &LevelGrid, block_cells: u32) -> (u32, u32) {
 /// its blocks cover all of it (no block of the tile lies wholly in the padding): the
 /// tile's own statistics, without a second pass.
 #[allow(clippy::too_many_arguments)]
-pub fn own_block_stats<T: Copy + Into<f64>>(
+pub(super) fn own_block_stats<T: StatSample>(
     samples: &[T],
     tile_cells: u32,
     tx: u32,
@@ -121,17 +122,14 @@ pub fn own_block_stats<T: Copy + Into<f64>>(
                 break;
             }
             let (x0, y0) = (local_x as usize * b, local_y as usize * b);
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+            let mut range = (T::HIGHEST, T::LOWEST);
             for j in 0..=b {
                 let start = (y0 + j) * side + x0;
-                for &v in &samples[start..=start + b] {
-                    let v: f64 = v.into();
-                    lo = lo.min(v);
-                    hi = hi.max(v);
-                }
+                range = fold_range(&samples[start..=start + b], range);
             }
+            let (lo, hi): (f64, f64) = (range.0.into(), range.1.into());
             let raw_error = if has_coarser {
-                error_in_window(samples, side, (x0, y0), b + 1)
+                window_error(samples, side, (x0, y0), b + 1)
             } else {
                 0.0
             };

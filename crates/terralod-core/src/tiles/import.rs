@@ -5,6 +5,7 @@ use super::blocks::{
     BLOCKS_FILE, BlockIndex, OwnBlockStats, level_blocks, own_block_stats, round_down, round_up,
 };
 use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, level_grids, tile_path};
+use super::stats::{StatSample, fold_range, window_error};
 use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
 use crate::heightfield::{Heightfield, Samples, WorldMapping};
 use crate::io::write_file_atomically;
@@ -482,7 +483,7 @@ fn tile_range(bytes: &[u8]) -> (f32, f32) {
 }
 
 /// A sample type as stored in a tile.
-trait TileSample: Copy + Send + Sync + Into<f64> {
+trait TileSample: StatSample + Send + Sync {
     const TYPE: SampleType;
     fn extend_le(values: &[Self], out: &mut Vec<u8>);
 }
@@ -630,18 +631,13 @@ fn encode_typed<T: TileSample>(samples: &[T], job: &TileJob<'_>) -> EncodedTile 
     // When the tile's blocks cover it, its statistics are theirs (same values, same
     // arithmetic); a tile reaching past the grid also has padding samples to look at.
     let whole_tile = || {
-        let (lo, hi) = samples
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                let v: f64 = v.into();
-                (lo.min(v), hi.max(v))
-            });
+        let (lo, hi) = fold_range(samples, (T::HIGHEST, T::LOWEST));
         let error = if has_coarser {
-            error_against_coarser(samples, side)
+            window_error(samples, side, (0, 0), side)
         } else {
             0.0
         };
-        (lo, hi, error)
+        (lo.into(), hi.into(), error)
     };
     debug_assert!(covered.is_none_or(|stats| stats == whole_tile()));
     let (raw_lo, raw_hi, raw_error) = covered.unwrap_or_else(whole_tile);

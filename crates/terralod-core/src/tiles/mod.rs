@@ -32,12 +32,12 @@ mod import;
 mod raw_source;
 mod read;
 pub mod source;
+mod stats;
 #[cfg(test)]
 mod tests;
 
 pub use blocks::{
     BLOCKS_FILE, BlockBounds, BlockIndex, BlockLevel, OwnBlockStats, blocks_per_side, level_blocks,
-    own_block_stats,
 };
 pub use cache::{CacheError, CacheStats, TileCache, TileKey};
 pub use detail::{DetailError, DetailOptions, DetailStats, DetailTiles};

@@ -943,6 +943,8 @@ fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
     use crate::io::ByteOrder;
     for (sample_type, order) in [
         (SampleType::U16, ByteOrder::Little),
+        (SampleType::U16, ByteOrder::Big),
+        (SampleType::F32, ByteOrder::Little),
         (SampleType::F32, ByteOrder::Big),
     ] {
         let source = field(37, 21, sample_type, 12);
@@ -952,7 +954,11 @@ fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
         for i in 0..source.len() {
             let value = source.samples().get(i);
             match (sample_type, order) {
-                (SampleType::U16, _) => bytes.extend_from_slice(&(value as u16).to_le_bytes()),
+                (SampleType::U16, ByteOrder::Little) => {
+                    bytes.extend_from_slice(&(value as u16).to_le_bytes())
+                }
+                (SampleType::U16, _) => bytes.extend_from_slice(&(value as u16).to_be_bytes()),
+                (_, ByteOrder::Little) => bytes.extend_from_slice(&value.to_le_bytes()),
                 _ => bytes.extend_from_slice(&value.to_be_bytes()),
             }
         }
@@ -965,7 +971,7 @@ fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
         import_source(&raw, &from_raw, &options, &|_, _| {}).expect("imports");
         let (a, b) = (dir_files(&from_field), dir_files(&from_raw));
         assert!(a.len() > 10);
-        assert_eq!(a, b, "{sample_type:?}: identical files");
+        assert_eq!(a, b, "{sample_type:?} {order:?}: identical files");
 
         std::fs::write(&raw_path, &bytes[..bytes.len() - 1]).expect("writable");
         let short = RawFileSource::open(&raw_path, (37, 21), sample_type, order, source.mapping());

@@ -13,3 +13,13 @@ pub(crate) fn lcg_values(n: usize, seed: u64, max: u16) -> Vec<u16> {
         })
         .collect()
 }
+
+/// SplitMix64: advances `state` and returns the next well-mixed 64-bit value, for tests that
+/// want every bit scrambled (an LCG's low bits are not).
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -175,11 +175,7 @@ mod tests {
 
     /// SplitMix64 noise in `[-1, 1)`, deterministic.
     fn noise(state: &mut u64) -> f32 {
-        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
+        let z = crate::test_support::splitmix64(state);
         (z >> 40) as f32 / (1u64 << 23) as f32 - 1.0
     }
 

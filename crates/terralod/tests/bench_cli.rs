@@ -176,6 +176,17 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
             "frame rate",
         ),
         (vec!["bench", &terrain, "--fps", "30"], 2, "--speed"),
+        // Every frame keeps its figures: a path of 4 G frames would abort on allocation.
+        (
+            vec!["bench", &terrain, "--frames", "4294967295"],
+            2,
+            "1..=1000000",
+        ),
+        (
+            vec!["bench", &terrain, "--scratch-every", "2", "--frames", "0"],
+            2,
+            "--frames",
+        ),
     ] {
         let started = std::time::Instant::now();
         let output = terralod(&args);
@@ -237,5 +248,64 @@ fn scaling_reports_its_oracles() {
         assert_eq!(row["measured_frames"], 2, "{row}");
         let measured = row["measured_max_px"].as_f64().unwrap();
         assert!(measured <= 1.0, "{row}");
+    }
+}
+
+/// `--scratch-every` selects its frames again with fresh instances: every registered
+/// algorithm whose output is a function of the view draws the same mesh fresh as carried
+/// (algorithm A's incremental = fresh guarantee, on the bench path), and the times of both
+/// are reported.
+#[test]
+fn fresh_selections_on_the_path_equal_the_carried_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let terrain = small_terrain(dir.path());
+    let json = dir.path().join("bench.json");
+    let output = terralod(&[
+        "bench",
+        &terrain,
+        "--cell-size",
+        "240",
+        "--height-scale",
+        "0.04",
+        "--algo",
+        "adaptive",
+        "--algo",
+        "quadtree",
+        "--algo",
+        "bintree",
+        "--frames",
+        "13",
+        "--scratch-every",
+        "4",
+        "--measure-every",
+        "0",
+        "--size",
+        "320x180",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for run in report["algorithms"].as_array().unwrap() {
+        let name = run["algorithm"].as_str().unwrap();
+        assert!(
+            stdout.contains(&format!("{name}: from scratch on 3 frames")),
+            "{stdout}"
+        );
+        let scratch = &run["scratch"];
+        assert_eq!(scratch["frames"], 3, "{name}");
+        assert_eq!(scratch["differing_frames"], 0, "{name}");
+        assert!(scratch["scratch_ms"]["median"].as_f64().unwrap() > 0.0);
+        let frames = run["frames"].as_array().unwrap();
+        let with_scratch: Vec<usize> = (0..frames.len())
+            .filter(|&i| !frames[i]["scratch"].is_null())
+            .collect();
+        assert_eq!(with_scratch, [4, 8, 12], "{name}");
     }
 }

@@ -75,6 +75,13 @@ pub struct Frustum {
     pub planes: [glam::Vec4; 6],
 }
 
+impl Frustum {
+    /// Index of the near plane in [`Frustum::planes`].
+    pub const NEAR: usize = 4;
+    /// Index of the far plane in [`Frustum::planes`].
+    pub const FAR: usize = 5;
+}
+
 /// Why a camera is unusable.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CameraError {
@@ -229,8 +236,8 @@ impl Camera {
     fn with_depth_planes(&self, mut frustum: Frustum) -> Frustum {
         let forward = self.forward();
         let ahead = forward.dot(self.eye);
-        frustum.planes[4] = forward.extend(-ahead - self.near);
-        frustum.planes[5] = (-forward).extend(ahead + self.far);
+        frustum.planes[Frustum::NEAR] = forward.extend(-ahead - self.near);
+        frustum.planes[Frustum::FAR] = (-forward).extend(ahead + self.far);
         frustum
     }
 

@@ -43,8 +43,10 @@
 //! (more triangles, never fewer).
 //!
 //! Tests only fire for boxes not outside the frustum widened by a guard band
-//! ([`AdaptiveOptions::guard_angle`], 5° a side by default), so nothing is refined for
-//! what is neither seen nor about to be; Render() culls subtrees outside the true frustum
+//! ([`AdaptiveOptions::guard_angle`], 5° a side by default) and without its far plane, so
+//! nothing is refined for what is neither seen nor about to be (a far plane that follows
+//! the eye would change every frame and expire every deadline; what lies beyond it is
+//! refined by the error tests alone, and culled by Render()); Render() culls subtrees outside the true frustum
 //! when the view culls. Without the band, ground about to enter the view is drawn by the
 //! coarse fans of squares across the frustum's edge and jumps to its fine mesh the frame
 //! it enters (4.6 px turning 3° a frame in the test, 4.7 px on the bench tour's turn in
@@ -369,7 +371,9 @@ pub(super) const EXPIRED: Deadline = [f32::NEG_INFINITY; 2];
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct ViewKey {
     tolerance: super::Tolerance,
-    lens: Option<(f32, (u32, u32), f32, f32)>,
+    /// Vertical field of view, viewport and near distance (not the far one: Update()
+    /// ignores the far plane).
+    lens: Option<(f32, (u32, u32), f32)>,
 }
 
 impl Motion {
@@ -377,7 +381,7 @@ impl Motion {
     fn advance(&mut self, view: &View) -> bool {
         let key = ViewKey {
             tolerance: view.tolerance(),
-            lens: view.camera().map(|c| (c.fov_y, c.viewport, c.near, c.far)),
+            lens: view.camera().map(|c| (c.fov_y, c.viewport, c.near)),
         };
         let pose = view.camera().map_or([glam::Vec3::ZERO; 4], |c| {
             [c.eye, c.right(), c.up(), c.forward()]
@@ -694,9 +698,15 @@ impl<'a> AdaptiveLod<'a> {
         } else {
             *view
         };
-        let guard = topology
-            .camera()
-            .map(|camera| camera.frustum_widened(self.adaptive.guard_angle));
+        let guard = topology.camera().map(|camera| {
+            let mut guard = camera.frustum_widened(self.adaptive.guard_angle);
+            // No far plane (the near one twice): a far plane that follows the eye, as
+            // `terralod bench` and the viewer's may, would change every frame and re-test
+            // every square. Beyond it the error tests still bound the refinement, and
+            // Render() culls with the true frustum.
+            guard.planes[Frustum::FAR] = guard.planes[Frustum::NEAR];
+            guard
+        });
         let tester = self.tester(&topology, guard.as_ref());
         self.full = self.motion.advance(&topology);
         self.enable_pass(&tester);

@@ -262,12 +262,21 @@ fn a_flat_terrain_is_two_by_two_fans_and_a_rough_one_refines() {
 
 /// A smooth flight (small steps, a slow turn, fixed τ) where most squares keep their
 /// answers: the incremental state skips them and still equals a fresh selection, drawn
-/// heights included, with the invariants intact.
+/// heights included, with the invariants intact; also with a far plane that changes
+/// every frame (`terralod bench` sets it beyond the terrain's farthest corner from the
+/// eye: while Update() tested against it, every such frame re-tested every square).
 #[test]
 fn smooth_flights_skip_squares_and_equal_fresh_selections() {
     let field = rough_field(129, 97, 7);
     let pyramid = Pyramid::build(&field);
-    for morph in [true, false] {
+    let (w, d) = field.world_size();
+    // Far planes: fixed, beyond the farthest corner as the bench's, cutting the terrain.
+    for (morph, far_share) in [
+        (true, None),
+        (false, None),
+        (true, Some(1.01)),
+        (true, Some(0.8)),
+    ] {
         let options = AdaptiveOptions::default().with_morph(morph);
         let mut walker =
             AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
@@ -277,7 +286,18 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
             let eye = Vec3::new(5.0 + 1.5 * t, 350.0 - 2.0 * t, 10.0 + 0.7 * t);
             let heading = 0.6 + 0.01 * t;
             let target = eye + Vec3::new(heading.cos(), -0.4, heading.sin());
-            let view = View::screen(camera(eye, target), 1.0).expect("valid view");
+            let camera = match far_share {
+                Some(share) => {
+                    let far = [(0.0, 0.0), (w, 0.0), (0.0, d), (w, d)]
+                        .map(|(x, z)| eye.distance(Vec3::new(x, 0.0, z)))
+                        .into_iter()
+                        .fold(0.0, f32::max)
+                        * share;
+                    Camera::new(eye, target, 1.0, (640, 480), 0.5, far).expect("valid camera")
+                }
+                None => camera(eye, target),
+            };
+            let view = View::screen(camera, 1.0).expect("valid view");
             let view = view.with_cull(step % 7 != 3);
             let (triangles, morphs) = match walker.select(&view) {
                 Selection::Triangles {
@@ -305,7 +325,8 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
         }
         assert!(
             carried_visits * 2 < fresh_visits,
-            "{carried_visits} squares evaluated along the flight, {fresh_visits} from scratch"
+            "far plane {far_share:?}: {carried_visits} squares evaluated along the flight, \
+             {fresh_visits} from scratch"
         );
     }
 }

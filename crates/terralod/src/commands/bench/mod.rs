@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use terralod_core::generate::{GenerateOptions, generate};
 use terralod_core::lod::{self, AlgorithmEntry, Detail, PatchStats, View};
-use terralod_core::{Camera, Heightfield, Pyramid, WorldMapping};
+use terralod_core::{Camera, GridMesh, Heightfield, Pyramid, WorldMapping};
 use terralod_testkit::{check_mesh, measure_error, measure_popping};
 
 #[derive(Debug, Args)]
@@ -38,8 +38,8 @@ pub struct BenchArgs {
     /// Projected error bound in pixels.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub pixel_error: f32,
-    /// Frames of the default path.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Frames of the default path (at most a million: every frame keeps its figures).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub frames: u32,
     /// Fly these poses instead: a JSON array of {"eye": [x, y, z], "target": [x, y, z]}.
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["speed", "frames"])]
@@ -70,6 +70,11 @@ pub struct BenchArgs {
     /// Measure the projected error with the oracle every N frames (0: never).
     #[arg(long, default_value_t = 50)]
     pub measure_every: u32,
+    /// Every N frames (0: never), also select the frame's view with a fresh instance of
+    /// the algorithm: its time is the selection from scratch the carried state saves, and
+    /// its mesh is compared with the carried one (drawn triangles and heights).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub scratch_every: u32,
     /// Write every figure, per frame too, as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -137,6 +142,33 @@ pub struct FrameRecord {
     /// Algorithm P's pool and tree figures of the frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patches: Option<PatchStats>,
+    /// With `--scratch-every`, on its frames: a fresh instance's selection of this view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scratch: Option<ScratchFrame>,
+}
+
+/// A frame selected again by a fresh instance (`--scratch-every`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ScratchFrame {
+    /// The fresh instance's select time (its build not included).
+    pub select_ms: f64,
+    /// Whether its drawn triangles or heights differ from the carried selection's.
+    pub differs: bool,
+}
+
+/// The carried selection against fresh ones over the `--scratch-every` frames.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ScratchRun {
+    pub frames: usize,
+    /// A fresh instance's select time on those frames.
+    pub scratch_ms: Spread,
+    /// The carried instance's select time on the same frames.
+    pub next_ms: Spread,
+    /// Median of the per-frame ratios scratch / next, and the smallest.
+    pub ratio_median: f64,
+    pub ratio_min: f64,
+    /// Frames whose fresh mesh differs from the carried one.
+    pub differing_frames: usize,
 }
 
 /// Algorithm P's pool over the whole path.
@@ -180,6 +212,9 @@ pub struct AlgorithmRun {
     /// Algorithm P's pool figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch_pool: Option<PatchPoolRun>,
+    /// With `--scratch-every`: the carried selection against fresh ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scratch: Option<ScratchRun>,
     pub frames: Vec<FrameRecord>,
 }
 
@@ -215,6 +250,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         return run_scaling(args, &entries);
     }
     if let Some(dir) = streamed_dir {
+        if args.scratch_every > 0 {
+            bail!(
+                "--scratch-every does not apply to a streamed flight (a fresh instance would \
+                 start with an empty tile cache)"
+            );
+        }
         return stream::run(args, dir);
     }
     let terrain = args.terrain.load()?;
@@ -302,6 +343,7 @@ fn summary_line(report: &serde_json::Value, runs: &[AlgorithmRun]) -> serde_json
                 "measured_max_px": r.measured_max_px,
                 "popping_px": r.popping_px,
                 "defective_frames": r.defective_frames,
+                "scratch": r.scratch,
             })
         })
         .collect();
@@ -431,6 +473,9 @@ fn fly(
     let mut defective = args.check.then_some(0usize);
     let (mut popping_max, mut popping_p99) = (None::<f64>, None::<f64>);
     let measured = |i: usize| measure_every > 0 && i.is_multiple_of(measure_every as usize);
+    // Frame 0 is a selection from scratch already.
+    let from_scratch =
+        |i: usize| args.scratch_every > 0 && i > 0 && i.is_multiple_of(args.scratch_every as usize);
     // The mesh of the frame before a measured one, for the popping measurement.
     let mut previous_mesh = None;
     let mut warned_exhausted = false;
@@ -441,7 +486,8 @@ fn fly(
         let measure = measured(i);
         let vertices = selection.distinct_vertices() as u64;
         let (mut measured_px, mut popping_px) = (None, None);
-        if measure || args.check || measured(i + 1) {
+        let mut carried_mesh = None;
+        if measure || args.check || measured(i + 1) || from_scratch(i) {
             let mesh = selection.to_mesh(field);
             if let (true, Some(before)) = (measure, previous_mesh.take()) {
                 let popping = measure_popping(field, &before, &mesh, &camera)
@@ -474,10 +520,23 @@ fn fly(
                     );
                 }
             }
-            if measured(i + 1) {
+            if from_scratch(i) {
+                carried_mesh = Some(mesh);
+            } else if measured(i + 1) {
                 previous_mesh = Some(mesh);
             }
         }
+        let scratch = match carried_mesh {
+            Some(carried) => {
+                let fresh = build_algorithm(entry, field, pyramid, &options, detail)?;
+                let scratch = select_from_scratch(fresh, &view, field, &carried);
+                if measured(i + 1) {
+                    previous_mesh = Some(carried);
+                }
+                Some(scratch)
+            }
+            None => None,
+        };
         let stats = algorithm.stats();
         if let Some(p) = &stats.patches
             && p.refused_splits > 0
@@ -503,6 +562,7 @@ fn fly(
             measured_px,
             popping_px,
             patches: stats.patches,
+            scratch,
         });
         bar.inc(1);
     }
@@ -531,7 +591,67 @@ fn fly(
         popping_px: popping_max,
         popping_p99_px: popping_p99,
         patch_pool: patch_pool_run(&frames),
+        scratch: scratch_run(&frames),
         frames,
+    })
+}
+
+/// Selects `view` with a fresh instance and compares its mesh with `carried`.
+fn select_from_scratch(
+    mut fresh: Box<dyn lod::LodAlgorithm + '_>,
+    view: &View,
+    field: &Heightfield,
+    carried: &GridMesh,
+) -> ScratchFrame {
+    let mesh = fresh.select(view).to_mesh(field);
+    ScratchFrame {
+        select_ms: fresh.stats().select_time.as_secs_f64() * 1e3,
+        differs: drawn_triangles(&mesh) != drawn_triangles(carried),
+    }
+}
+
+/// A mesh as what it draws: each triangle by its corners' grid positions and drawn
+/// heights (bits), turned to start at its least corner (the winding kept), sorted; so
+/// two meshes compare equal whatever their vertex and triangle order.
+fn drawn_triangles(mesh: &GridMesh) -> Vec<[(u32, u32, u32); 3]> {
+    let corner = |v: u32| {
+        let p = mesh.positions[v as usize];
+        (p.row, p.col, mesh.heights[v as usize].to_bits())
+    };
+    let mut triangles: Vec<_> = mesh
+        .triangles
+        .iter()
+        .map(|t| {
+            let c = t.map(corner);
+            let least = (0..3).min_by_key(|&k| c[k]).unwrap_or(0);
+            [c[least], c[(least + 1) % 3], c[(least + 2) % 3]]
+        })
+        .collect();
+    triangles.sort_unstable();
+    triangles
+}
+
+/// The `--scratch-every` frames' figures, if the run has them.
+fn scratch_run(frames: &[FrameRecord]) -> Option<ScratchRun> {
+    let pairs: Vec<(f64, &ScratchFrame)> = frames
+        .iter()
+        .filter_map(|f| f.scratch.as_ref().map(|s| (f.select_ms, s)))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let mut ratios: Vec<f64> = pairs
+        .iter()
+        .map(|(next, s)| s.select_ms / next.max(1e-9))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    Some(ScratchRun {
+        frames: pairs.len(),
+        scratch_ms: Spread::of(&pairs.iter().map(|(_, s)| s.select_ms).collect::<Vec<_>>()),
+        next_ms: Spread::of(&pairs.iter().map(|(next, _)| *next).collect::<Vec<_>>()),
+        ratio_median: Spread::of(&ratios).median,
+        ratio_min: ratios[0],
+        differing_frames: pairs.iter().filter(|(_, s)| s.differs).count(),
     })
 }
 
@@ -595,6 +715,24 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
             opt(r.popping_px),
             opt(r.popping_p99_px),
         )?;
+    }
+    for r in runs {
+        if let Some(s) = &r.scratch {
+            writeln!(
+                out,
+                "{}: from scratch on {} frames: select median {:.3} ms against {:.3} ms carried \
+                 (scratch / carried per frame: median {:.2}, least {:.2}); fresh meshes differ \
+                 on {} of {}",
+                r.algorithm,
+                s.frames,
+                s.scratch_ms.median,
+                s.next_ms.median,
+                s.ratio_median,
+                s.ratio_min,
+                s.differing_frames,
+                s.frames
+            )?;
+        }
     }
     for r in runs {
         if let Some(p) = &r.patch_pool {
@@ -829,7 +967,36 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use terralod_core::heightfield::GridPos;
     use terralod_core::lod::{LodAlgorithm, LodOptions, QuadtreeLod};
+
+    /// The fresh-against-carried comparison ignores vertex and triangle order and where a
+    /// triangle's corners start, but sees a height, a winding or a triangle changed.
+    #[test]
+    fn drawn_triangles_ignore_order_but_nothing_drawn() {
+        let at = |col, row| GridPos { col, row };
+        let mesh = GridMesh {
+            positions: vec![at(0, 0), at(1, 0), at(0, 1), at(1, 1)],
+            heights: vec![1.0, 2.0, 3.0, 4.0],
+            triangles: vec![[0, 2, 1], [1, 2, 3]],
+        };
+        // The same surface: vertices listed backwards, triangles swapped and rotated.
+        let reordered = GridMesh {
+            positions: mesh.positions.iter().rev().copied().collect(),
+            heights: mesh.heights.iter().rev().copied().collect(),
+            triangles: vec![[2, 3, 1], [0, 2, 1]],
+        };
+        assert_eq!(drawn_triangles(&mesh), drawn_triangles(&reordered));
+        let mut higher = reordered.clone();
+        higher.heights[0] += 1e-3;
+        assert_ne!(drawn_triangles(&mesh), drawn_triangles(&higher));
+        let mut flipped = reordered.clone();
+        flipped.triangles[1] = [0, 1, 2];
+        assert_ne!(drawn_triangles(&mesh), drawn_triangles(&flipped));
+        let mut other = mesh.clone();
+        other.triangles = vec![[0, 2, 3], [0, 3, 1]];
+        assert_ne!(drawn_triangles(&mesh), drawn_triangles(&other));
+    }
 
     #[test]
     fn the_same_surface_keeps_the_coarse_samples_and_the_quadtree_mesh() {

@@ -99,7 +99,14 @@ fn colour_whose_channels_differ_asks_for_an_encoding() {
     ] {
         let problem = decode(&bytes, Format::Png, &options).unwrap_err();
         assert!(
-            matches!(problem, Problem::RgbNeedsEncoding { col: 1, row: 1 }),
+            matches!(
+                problem,
+                Problem::RgbNeedsEncoding {
+                    col: 1,
+                    row: 1,
+                    wide: false
+                }
+            ),
             "{problem:?}"
         );
         assert!(
@@ -107,6 +114,24 @@ fn colour_whose_channels_differ_asks_for_an_encoding() {
             "{problem}"
         );
     }
+    // 16-bit colour: no encoding reads it, so none is suggested.
+    let mut wide = vec![0u8; 24];
+    wide[3 * 6 + 3] = 1; // pixel (1, 1): G's low byte differs
+    let problem = decode(
+        &png_bytes(2, 2, ColorType::Rgb, BitDepth::Sixteen, &wide),
+        Format::Png,
+        &LoadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(problem, Problem::RgbNeedsEncoding { wide: true, .. }),
+        "{problem:?}"
+    );
+    let message = problem.to_string();
+    assert!(
+        message.contains("16-bit grayscale") && !message.contains("--encoding"),
+        "{message}"
+    );
 }
 
 #[test]

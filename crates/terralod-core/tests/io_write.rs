@@ -6,7 +6,8 @@ mod io_common;
 use io_common::*;
 use std::path::Path;
 use terralod_core::io::{
-    Format, LoadOptions, Quantization, WriteProblem, load, write_f32, write_png16,
+    Format, LoadOptions, Quantization, WriteProblem, load, write_f32, write_file_atomically,
+    write_png16,
 };
 use terralod_core::{Heightfield, Samples, WorldMapping};
 
@@ -138,20 +139,28 @@ fn a_quantization_that_does_not_fit_fails_and_leaves_nothing() {
 fn failed_writes_leave_no_temporary_file() {
     let dir = scratch_dir("atomic");
     let field = Heightfield::from_f32(2, 2, vec![1.0, 2.0, 3.0, 4.0]).unwrap();
-    // The target is a folder: the final rename fails after the data were written.
+    // The target is a folder: refused before anything is written.
     let folder = dir.join("taken");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("inside"), b"x").unwrap();
     assert!(matches!(
         write_f32(&folder, &field).unwrap_err().problem,
-        WriteProblem::Io(_)
+        WriteProblem::IsFolder
     ));
     assert!(matches!(
         write_png16(&folder, &field, Quantization::auto(&field))
             .unwrap_err()
             .problem,
-        WriteProblem::Io(_)
+        WriteProblem::IsFolder
     ));
+    assert_eq!(listing(&dir), ["taken"]);
+    // The writer fails after some data were written: the temporary file goes too.
+    let failed = write_file_atomically(&dir.join("out.obj"), |out| {
+        out.write_all(b"v 0 0 0\n")?;
+        Err(std::io::Error::other("the exporter failed"))
+    })
+    .unwrap_err();
+    assert!(matches!(failed.problem, WriteProblem::Io(_)), "{failed}");
     assert_eq!(listing(&dir), ["taken"]);
     // A missing folder fails before anything is created.
     assert!(write_f32(&dir.join("no/such/folder/out.f32"), &field).is_err());

@@ -5,6 +5,7 @@ use crate::terrain_args::parse_size;
 use anyhow::{Context, bail};
 use clap::Args;
 use glam::Vec3;
+use terralod_core::camera::MIN_FOV_Y;
 use terralod_core::{Camera, CameraError, Heightfield};
 
 /// A perspective camera (feature H5). Angles in degrees, distances in world units.
@@ -17,7 +18,7 @@ pub struct CameraArgs {
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, allow_hyphen_values = true)]
     pub target: Option<Vec3>,
     /// Vertical field of view in degrees.
-    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true, value_parser = parse_fov_y)]
     pub fov_y: f32,
     /// Viewport in pixels, as WxH; screen tolerances are pixels of its height.
     #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
@@ -173,6 +174,20 @@ fn checked_far(field: &Heightfield, eye: Vec3, near: f32) -> anyhow::Result<f32>
     Ok(default_far(field, eye, near))
 }
 
+/// Parses `--fov-y`, in degrees: the camera's own range check ([`MIN_FOV_Y`] to π
+/// radians, excluded) done here, so the refusal speaks the flag's unit.
+pub fn parse_fov_y(text: &str) -> Result<f32, String> {
+    let degrees: f32 = text.parse().map_err(|e| format!("{e}"))?;
+    let radians = degrees.to_radians();
+    if (MIN_FOV_Y..std::f32::consts::PI).contains(&radians) {
+        Ok(degrees)
+    } else {
+        // The bound rounded up, so every value shown inside it is accepted.
+        let min = (MIN_FOV_Y.to_degrees() * 1e5).ceil() / 1e5;
+        Err(format!("{degrees} degrees is outside [{min}, 180)"))
+    }
+}
+
 /// Parses `X,Y,Z` (for example `100,2500,-30.5`).
 pub fn parse_vec3(text: &str) -> Result<Vec3, String> {
     let parts: Vec<&str> = text.split(',').collect();
@@ -193,8 +208,27 @@ pub fn parse_vec3(text: &str) -> Result<Vec3, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_vec3;
+    use super::{parse_fov_y, parse_vec3};
     use glam::Vec3;
+
+    #[test]
+    fn the_field_of_view_is_checked_in_degrees() {
+        assert_eq!(parse_fov_y("60"), Ok(60.0));
+        assert_eq!(
+            parse_fov_y("0.00573"),
+            Ok(0.00573),
+            "the bound shown is accepted"
+        );
+        assert_eq!(parse_fov_y("179.9"), Ok(179.9));
+        for bad in ["0.0001", "0", "-10", "180", "200", "nan", "inf"] {
+            let message = parse_fov_y(bad).expect_err(bad);
+            assert!(!message.contains("rad"), "{bad}: {message}");
+        }
+        assert_eq!(
+            parse_fov_y("0.0001"),
+            Err("0.0001 degrees is outside [0.00573, 180)".into())
+        );
+    }
 
     #[test]
     fn points_parse_and_refuse_garbage() {

@@ -7,7 +7,9 @@ use clap::Args;
 use std::path::PathBuf;
 use terralod_core::Heightfield;
 use terralod_core::io::{self, LoadOptions};
-use terralod_core::lod::{AdaptiveLod, AlgorithmEntry, Detail, LodAlgorithm, LodOptions, bintree};
+use terralod_core::lod::{
+    AdaptiveLod, AlgorithmEntry, Detail, LodAlgorithm, LodOptions, PatchesLod, bintree,
+};
 use terralod_core::pyramid::Pyramid;
 
 #[derive(Debug, Args)]
@@ -76,7 +78,7 @@ impl DetailArgs {
 }
 
 /// Builds registry entry `entry` over `field`, with the detail inserted when there is one
-/// (only algorithm adaptive takes one).
+/// (only algorithm adaptive takes one), and algorithm patches' pool refused when too large.
 pub fn build_algorithm<'a>(
     entry: &AlgorithmEntry,
     field: &'a Heightfield,
@@ -103,6 +105,13 @@ pub fn build_algorithm<'a>(
             *options,
             options.adaptive,
             detail,
+        )?)),
+        // The pool's capacity and patch size are flags: a pool too large is refused, where
+        // the registry's `build` would panic.
+        _ if entry.name == "patches" => Ok(Box::new(PatchesLod::try_new(
+            field,
+            pyramid,
+            options.patches,
         )?)),
         _ => Ok((entry.build)(field, pyramid, options)),
     }

@@ -210,6 +210,18 @@ pub fn parse_nonzero(text: &str) -> Result<f32, String> {
     Ok(value)
 }
 
+/// The length of `path`, a regular file read as the `what` of a flag: the loaders' check
+/// ([`io::regular_file`]), so a FIFO or a device (`/dev/zero`) is refused instead of
+/// blocking or reading forever.
+pub fn regular_file_len(path: &Path, what: &str) -> anyhow::Result<u64> {
+    let cannot = || format!("{}: cannot read the {what}", path.display());
+    match io::regular_file(path) {
+        Ok(metadata) => Ok(metadata.len()),
+        Err(io::Problem::IsDirectory) => anyhow::bail!("{}: is a directory", cannot()),
+        Err(problem) => Err(anyhow::Error::new(problem).context(cannot())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{parse_finite, parse_nonzero, parse_positive, parse_size};

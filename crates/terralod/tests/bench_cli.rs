@@ -89,6 +89,15 @@ fn a_short_flight_is_crack_free_within_tau_and_reported() {
 fn a_path_file_is_flown_and_bad_requests_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let terrain = small_terrain(dir.path());
+    // A valid terrain whose camera distances overflow f32 (cells 1e30 apart).
+    let vast = dir.path().join("vast.asc");
+    std::fs::write(
+        &vast,
+        "ncols 4\nnrows 4\nxllcorner 0\nyllcorner 0\ncellsize 1e30\n\
+         1 2 3 4\n1 2 3 4\n1 2 3 4\n1 2 3 4\n",
+    )
+    .unwrap();
+    let vast = vast.display().to_string();
     let path = dir.path().join("path.json");
     std::fs::write(
         &path,
@@ -176,6 +185,11 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
             "frame rate",
         ),
         (vec!["bench", &terrain, "--fps", "30"], 2, "--speed"),
+        (
+            vec!["bench", &vast, "--frames", "3"],
+            1,
+            "overflows f32: lower --cell-size",
+        ),
         // Every frame keeps its figures: a path of 4 G frames would abort on allocation.
         (
             vec!["bench", &terrain, "--frames", "4294967295"],

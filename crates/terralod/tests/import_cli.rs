@@ -342,3 +342,30 @@ fn a_failed_import_leaves_nothing_behind() {
         );
     }
 }
+
+/// `info DIR --height-scale 1e38` printed infinite world heights and exited 0, where
+/// `info FILE` and `mesh DIR` refuse the mapping.
+#[test]
+fn info_of_a_directory_refuses_a_mapping_that_overflows() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let tiles = dir.path().join("tiles");
+    let tiles_arg = tiles.to_str().expect("a UTF-8 path");
+    ok(&[
+        "import",
+        "--generate-size",
+        "33",
+        "--tile-size",
+        "16",
+        "--out",
+        tiles_arg,
+    ]);
+    ok(&["info", tiles_arg, "--height-scale", "2"]);
+    for flags in [["--height-scale", "1e38"], ["--cell-size", "3e38"]] {
+        let mut args = vec!["info", tiles_arg];
+        args.extend_from_slice(&flags);
+        fails_naming(&args, "the world mapping overflows f32");
+        let mut args = vec!["mesh", tiles_arg, "--max-error", "1"];
+        args.extend_from_slice(&flags);
+        fails_naming(&args, "the world mapping overflows f32");
+    }
+}

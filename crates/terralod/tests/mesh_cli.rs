@@ -3,6 +3,8 @@
 //! the JSON summary and the refusal of bad requests.
 
 use glam::Vec3;
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use terralod_core::{Camera, GridMesh, GridPos, Heightfield, WorldMapping};
@@ -879,7 +881,7 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
     assert_eq!(output.status.code(), Some(1), "{message}");
     assert!(message.contains("exhausted at frame 0 of"), "{message}");
     assert!(!dir.path().join("never-0.obj").exists());
-    // A walk failing part-way (frame 3's folder is missing) takes back the frames it wrote.
+    // A missing folder for frame 3 is refused before any frame is written.
     for folder in ["d0", "d1", "d2"] {
         std::fs::create_dir(dir.path().join(folder)).unwrap();
     }
@@ -895,12 +897,27 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
     let output = terralod(&args);
     let message = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.code(), Some(1), "{message}");
-    assert!(message.contains("(frame 3)"), "{message}");
-    for folder in ["d0", "d1", "d2"] {
-        assert!(
-            !dir.path().join(folder).join("m.obj").exists(),
-            "{folder}/m.obj left"
-        );
+    assert!(message.contains("d3 does not exist"), "{message}");
+    let written = || {
+        ["d0", "d1", "d2"]
+            .into_iter()
+            .filter(|folder| dir.path().join(folder).join("m.obj").exists())
+            .collect::<Vec<_>>()
+    };
+    assert!(written().is_empty(), "{:?} written", written());
+    // A walk failing part-way (frame 3's file is a full device: writes fail with ENOSPC)
+    // takes back the frames it wrote.
+    #[cfg(target_os = "linux")]
+    {
+        for frame in 3..poses.len() {
+            std::fs::create_dir(dir.path().join(format!("d{frame}"))).unwrap();
+        }
+        std::os::unix::fs::symlink("/dev/full", dir.path().join("d3").join("m.obj")).unwrap();
+        let output = terralod(&args);
+        let message = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(1), "{message}");
+        assert!(message.contains("(frame 3)"), "{message}");
+        assert!(written().is_empty(), "{:?} left", written());
     }
 }
 
@@ -1144,4 +1161,105 @@ fn another_algorithms_flags_are_refused_not_ignored() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// `--pool-capacity 1000000000` asked the allocator for 13 TB and aborted the process
+/// (exit 134); a pool too large is refused with one line now.
+#[test]
+fn a_patch_pool_too_large_for_memory_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let out = dir.path().join("never.obj").display().to_string();
+    refused_in_one_line(
+        &[
+            "mesh",
+            &file,
+            "--raw-size",
+            "49x37",
+            "--algo",
+            "patches",
+            "--pool-capacity",
+            "1000000000",
+            "--max-error",
+            "1",
+            "--out",
+            &out,
+        ],
+        "lower --pool-capacity or --patch-size",
+        &out,
+    );
+}
+
+/// `--path /dev/zero` read forever (gigabytes of memory) and a FIFO blocked: a camera path
+/// must be a regular file, of at most 64 MiB.
+#[test]
+fn a_camera_path_that_is_no_regular_file_or_too_large_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let out = dir.path().join("never.obj").display().to_string();
+    let fifo = dir.path().join("path.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .and_then(|f| f.set_len((64 << 20) + 1))
+        .expect("a sparse file");
+    let mut cases = vec![
+        ("/dev/zero".to_string(), "not a regular file"),
+        (huge.display().to_string(), "bytes allowed"),
+    ];
+    if made.is_ok_and(|s| s.success()) {
+        cases.push((fifo.display().to_string(), "not a regular file"));
+    } else {
+        eprintln!("SKIPPED: the FIFO case (no mkfifo)");
+    }
+    for (path, needle) in cases {
+        let args = [
+            "mesh",
+            &file,
+            "--raw-size",
+            "49x37",
+            "--pixel-error",
+            "1",
+            "--path",
+            &path,
+            "--out",
+            &out,
+        ];
+        let output = common::terralod_within_a_minute(&args);
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {message}");
+        assert_eq!(message.trim().lines().count(), 1, "{message}");
+        assert!(
+            message.contains(needle) && message.contains(&path),
+            "{message}"
+        );
+        assert!(!Path::new(&out).exists());
+    }
+}
+
+/// `--fov-y` is in degrees; its refusal said "0.0000017453292 rad is outside [0.0001, π)".
+#[test]
+fn a_bad_field_of_view_is_refused_in_degrees() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let output = terralod(&[
+        "mesh",
+        &file,
+        "--raw-size",
+        "49x37",
+        "--pixel-error",
+        "1",
+        "--eye",
+        "0,300,0",
+        "--target",
+        "200,0,200",
+        "--fov-y=0.0001",
+    ]);
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("--fov-y") && message.contains("0.0001 degrees is outside [0.00573, 180)"),
+        "{message}"
+    );
+    assert!(!message.contains("rad"), "{message}");
 }

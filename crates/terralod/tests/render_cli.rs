@@ -3,6 +3,8 @@
 //! nothing written. GPU runs skip visibly without an adapter unless
 //! `TERRALOD_REQUIRE_GPU=1`.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -319,4 +321,40 @@ fn a_detail_is_rendered() {
         .filter(|(a, b)| a.0.iter().zip(b.0).any(|(x, y)| x.abs_diff(y) > 8))
         .count();
     assert!(changed > 1000, "only {changed} pixels show the plateau");
+}
+
+/// `--texture` named a FIFO (the open blocked forever) or a device: the texture must be a
+/// regular file, checked before anything opens it.
+#[test]
+fn a_texture_that_is_no_regular_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("frame.png");
+    let fifo = dir.path().join("texture.fifo");
+    let mut textures = vec!["/dev/zero".to_string()];
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        textures.push(fifo.display().to_string());
+    } else {
+        eprintln!("SKIPPED: the FIFO case (no mkfifo)");
+    }
+    for texture in textures {
+        let args = [
+            "render",
+            "--texture",
+            &texture,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let output = common::terralod_within_a_minute(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("not a regular file") && stderr.contains(&texture),
+            "{stderr}"
+        );
+        assert!(!out.exists());
+    }
 }

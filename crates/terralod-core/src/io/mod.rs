@@ -22,7 +22,8 @@ mod raw;
 mod write;
 
 pub use write::{
-    Quantization, WriteError, WriteProblem, write_f32, write_file_atomically, write_png16,
+    Quantization, WriteError, WriteProblem, check_destination, write_f32, write_file_atomically,
+    write_png16,
 };
 
 use crate::heightfield::{Heightfield, HeightfieldError, MIN_SIDE, Samples, WorldMapping};
@@ -358,10 +359,15 @@ pub enum Problem {
     #[error("an HGT file holds n x n 2-byte samples; {bytes} bytes is not such a square")]
     HgtNotSquare { bytes: u64 },
     #[error(
-        "colour image whose channels differ (first at column {col}, row {row}): \
-         pass --encoding terrain-rgb|rgb24 to say how heights are packed"
+        "colour image whose channels differ (first at column {col}, row {row}): {}",
+        if *wide {
+            "16-bit colour packs heights in no encoding terralod reads; convert it to 16-bit \
+             grayscale"
+        } else {
+            "pass --encoding terrain-rgb|rgb24 to say how heights are packed"
+        }
     )]
-    RgbNeedsEncoding { col: u32, row: u32 },
+    RgbNeedsEncoding { col: u32, row: u32, wide: bool },
     #[error("--encoding {encoding} needs an 8-bit RGB image, this one is {found}")]
     EncodingMismatch {
         encoding: RgbEncoding,
@@ -429,7 +435,11 @@ pub fn decode(bytes: &[u8], format: Format, options: &LoadOptions) -> Result<Loa
     }
 }
 
-fn load_file(path: &Path, options: &LoadOptions) -> Result<Loaded, Problem> {
+/// The metadata of `path`, refused unless it is a regular file. Opening a FIFO blocks until
+/// a writer comes, and a device such as /dev/zero never ends: only regular files have a
+/// length to check claimed sizes against. Every file input is checked with this first
+/// (elevation files here; the CLI's camera paths and textures too).
+pub fn regular_file(path: &Path) -> Result<std::fs::Metadata, Problem> {
     let metadata = std::fs::metadata(path).map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => Problem::NotFound,
         _ => Problem::Io(error),
@@ -437,11 +447,14 @@ fn load_file(path: &Path, options: &LoadOptions) -> Result<Loaded, Problem> {
     if metadata.is_dir() {
         return Err(Problem::IsDirectory);
     }
-    // Opening a FIFO blocks until a writer comes, and a device such as /dev/zero never ends:
-    // only regular files have a length to check claimed sizes against.
     if !metadata.is_file() {
         return Err(Problem::NotAFile);
     }
+    Ok(metadata)
+}
+
+fn load_file(path: &Path, options: &LoadOptions) -> Result<Loaded, Problem> {
+    let metadata = regular_file(path)?;
     let file = File::open(path)?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let head = reader.fill_buf()?;

@@ -189,6 +189,7 @@ fn convert_row(
                     return Err(Problem::RgbNeedsEncoding {
                         col: col as u32,
                         row,
+                        wide: layout.wide,
                     });
                 }
                 values.push(gray);

@@ -108,6 +108,12 @@ pub enum WriteProblem {
     Png(String),
     #[error("the path names no file")]
     NoFileName,
+    #[error("it is a folder")]
+    IsFolder,
+    #[error("its folder {} does not exist", .0.display())]
+    NoFolder(PathBuf),
+    #[error("{} is not a folder", .0.display())]
+    NotAFolder(PathBuf),
     #[error(
         "quantization scale {scale}, offset {offset} is unusable: the scale must be finite and non-zero"
     )]
@@ -249,6 +255,31 @@ fn png_problem(error: ::png::EncodingError) -> WriteProblem {
 
 /// Runs `write` on a temporary file next to `path` and renames it over `path` on success;
 /// on any failure the temporary file is removed, so nothing half-written is ever left.
+/// Checks that `path` can be written before any work is done for it: it names a file (not
+/// a folder) in a folder that exists. Commands call it first, so a long run does not end
+/// on a mistyped folder.
+pub fn check_destination(path: &Path) -> Result<(), WriteError> {
+    destination_problem(path).map_or(Ok(()), |problem| {
+        Err(WriteError {
+            path: path.to_path_buf(),
+            problem,
+        })
+    })
+}
+
+fn destination_problem(path: &Path) -> Option<WriteProblem> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Some(WriteProblem::IsFolder);
+    }
+    path.file_name()?;
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty())?;
+    match std::fs::metadata(folder) {
+        Ok(m) if m.is_dir() => None,
+        Ok(_) => Some(WriteProblem::NotAFolder(folder.to_path_buf())),
+        Err(_) => Some(WriteProblem::NoFolder(folder.to_path_buf())),
+    }
+}
+
 fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut File) -> Result<(), WriteProblem>,
@@ -258,6 +289,9 @@ fn write_atomically(
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
         return write(&mut file);
+    }
+    if let Some(problem) = destination_problem(path) {
+        return Err(problem);
     }
     let name = path.file_name().ok_or(WriteProblem::NoFileName)?;
     let directory = path

@@ -46,7 +46,7 @@ use std::time::Duration;
 pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError};
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};
-pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod};
+pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod, PoolError};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 pub use streamed::{StreamStats, StreamedLod};

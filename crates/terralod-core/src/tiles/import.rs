@@ -435,6 +435,24 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Prepared, TileError> {
             });
         }
     }
+    // Then the earlier import's own files (its levels' folders and block index), so none
+    // of its tiles outlives it beside the new ones; anything else in the folder stays.
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let path = entry.path();
+        let removed = if entry.file_type().map_err(io)?.is_dir() {
+            name.parse::<u32>()
+                .is_ok()
+                .then(|| std::fs::remove_dir_all(&path))
+        } else {
+            (name == BLOCKS_FILE).then(|| std::fs::remove_file(&path))
+        };
+        if let Some(Err(source)) = removed {
+            return Err(TileError::Io { path, source });
+        }
+    }
     Ok(Prepared::Forced)
 }
 

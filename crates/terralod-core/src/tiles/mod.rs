@@ -149,4 +149,15 @@ pub enum Corruption {
     },
     #[error("{what} is not a finite number")]
     NonFinite { what: &'static str },
+    #[error(
+        "impossible statistics: heights {min} ..= {max} and error {error} for samples of world \
+         heights {lo} ..= {hi}"
+    )]
+    Statistics {
+        min: f32,
+        max: f32,
+        error: f32,
+        lo: f64,
+        hi: f64,
+    },
 }

@@ -6,6 +6,7 @@
 
 use super::blocks::{BLOCKS_FILE, BlockIndex};
 use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, corrupt, tile_path};
+use super::stats::{StatSample, fold_range};
 use super::{Corruption, SampleType, TILE_HEADER_LEN, TileError};
 use crate::heightfield::{Heightfield, HeightfieldError, Samples, WorldMapping};
 use crate::rounding::{round_down, round_up};
@@ -79,8 +80,20 @@ impl TiledTerrain {
             return Ok(self);
         }
         let remap = Remap::between(self.header.mapping, mapping);
-        (self.header.min_height, self.header.max_height) =
-            remap.range(self.header.min_height, self.header.max_height);
+        let (min, max) = remap.range(self.header.min_height, self.header.max_height);
+        // Refused as a loaded file's mapping is (`Heightfield::check_mapping`): a world
+        // height or extent beyond `f32` would be reported as infinite, or drawn so.
+        let width = (self.header.width - 1) as f32 * mapping.cell_size;
+        let depth = (self.header.height - 1) as f32 * mapping.cell_size;
+        if ![min, max, width, depth].iter().all(|v| v.is_finite()) {
+            return Err(HeightfieldError::WorldOverflow {
+                min,
+                max,
+                width,
+                depth,
+            });
+        }
+        (self.header.min_height, self.header.max_height) = (min, max);
         for level in &mut self.blocks.levels {
             for block in &mut level.bounds {
                 (block.min_height, block.max_height) =
@@ -180,6 +193,32 @@ impl TiledTerrain {
             && values.iter().any(|v| !v.is_finite())
         {
             return Err(corrupt(&path, Corruption::NonFinite { what: "a sample" }));
+        }
+        // The selection trusts the statistics as bounds (as the header's and the block
+        // index's, refused when impossible at open): a negative error, or samples outside
+        // the range, are corruption. The import computed the range with this arithmetic
+        // (f64, the import's mapping, rounded outwards), so a true range always passes.
+        let (scale, offset) = (
+            f64::from(self.imported_mapping.height_scale),
+            f64::from(self.imported_mapping.height_offset),
+        );
+        let (raw_lo, raw_hi) = raw_range(&samples);
+        let (a, b) = (raw_lo * scale + offset, raw_hi * scale + offset);
+        let (lo, hi) = (a.min(b), a.max(b));
+        if !(stored.error >= 0.0
+            && f64::from(stored.min_height) <= lo
+            && hi <= f64::from(stored.max_height))
+        {
+            return Err(corrupt(
+                &path,
+                Corruption::Statistics {
+                    min: stored.min_height,
+                    max: stored.max_height,
+                    error: stored.error,
+                    lo,
+                    hi,
+                },
+            ));
         }
         // The tile's statistics are in the import's world units.
         let remap = Remap::between(self.imported_mapping, self.header.mapping);
@@ -402,6 +441,20 @@ fn read_bounded(
     let mut bytes = Vec::with_capacity(metadata.len() as usize);
     file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
     Ok(bytes)
+}
+
+/// The smallest and largest of `samples` (finite ones), exactly, as `f64`: the import's
+/// own laned fold, in the samples' type.
+fn raw_range(samples: &Samples) -> (f64, f64) {
+    fn range<T: StatSample>(v: &[T]) -> (f64, f64) {
+        let (lo, hi) = fold_range(v, (T::HIGHEST, T::LOWEST));
+        (lo.into(), hi.into())
+    }
+    match samples {
+        Samples::U16(v) => range(v),
+        Samples::I16(v) => range(v),
+        Samples::F32(v) => range(v),
+    }
 }
 
 fn decode_samples(sample_type: SampleType, payload: &[u8]) -> Samples {

@@ -411,6 +411,59 @@ fn a_tile_header_that_lies_is_refused_even_with_a_fixed_checksum() {
     ));
 }
 
+/// A tile header whose checksums agree but whose statistics the samples contradict (a
+/// negative error, min above max, a sample outside min ..= max) was accepted, and the
+/// selection trusted it as bounds; the header and block index already refused such lies.
+#[test]
+fn a_tile_with_impossible_statistics_is_refused_even_with_fixed_checksums() {
+    let (_dir, terrain) = damaged_copy();
+    let impossible = |tx: u32, ty: u32| {
+        matches!(
+            terrain.read_tile(0, tx, ty),
+            Err(TileError::Corrupt {
+                reason: Corruption::Statistics { .. },
+                ..
+            })
+        )
+    };
+    let word = |bytes: &[u8], at: usize| f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    // A negative error (bytes 40..44).
+    rewrite(&terrain.tile_path(0, 0, 0), |bytes| {
+        bytes[40..44].copy_from_slice(&(-1.0f32).to_le_bytes());
+        fix_checksum(bytes, TILE_HEADER_LEN - 4);
+    });
+    assert!(impossible(0, 0));
+    // Min (bytes 32..36) and max (36..40) swapped.
+    rewrite(&terrain.tile_path(0, 1, 0), |bytes| {
+        let (min, max) = (word(bytes, 32), word(bytes, 36));
+        assert!(min < max, "a tile with relief");
+        bytes[32..36].copy_from_slice(&max.to_le_bytes());
+        bytes[36..40].copy_from_slice(&min.to_le_bytes());
+        fix_checksum(bytes, TILE_HEADER_LEN - 4);
+    });
+    assert!(impossible(1, 0));
+    // A sample far outside the range (raw samples are at most 3700), with the payload
+    // checksum (bytes 44..48) made to agree.
+    rewrite(&terrain.tile_path(0, 2, 0), |bytes| {
+        let at = TILE_HEADER_LEN + 4 * 7;
+        bytes[at..at + 4].copy_from_slice(&1.0e7f32.to_le_bytes());
+        let payload = crc32fast::hash(&bytes[TILE_HEADER_LEN..]);
+        bytes[44..48].copy_from_slice(&payload.to_le_bytes());
+        fix_checksum(bytes, TILE_HEADER_LEN - 4);
+    });
+    assert!(impossible(2, 0));
+    let message = terrain.read_tile(0, 2, 0).expect_err("refused").to_string();
+    let path = terrain.tile_path(0, 2, 0).display().to_string();
+    assert!(
+        message.contains(&path) && message.contains("impossible statistics"),
+        "{message}"
+    );
+    assert!(
+        terrain.read_tile(0, 3, 0).is_ok(),
+        "untouched tiles still read"
+    );
+}
+
 #[test]
 fn every_single_byte_change_of_a_tile_or_the_header_is_caught() {
     let (dir, terrain) = damaged_copy();
@@ -571,9 +624,29 @@ fn import_refuses_a_non_empty_directory_unless_forced() {
         import(&source, &out, &ImportOptions::default(), &|_, _| {}),
         Err(TileError::NotEmpty { .. })
     ));
+    std::fs::write(out.join("notes.txt"), b"keep me").expect("writable");
     import(&source, &out, &forced, &|_, _| {}).expect("forced import");
     let terrain = TiledTerrain::open(&out).expect("opens");
     assert_eq!(terrain.header().tile_cells, 8);
+    // The first import's tiles (3 levels of 4-cell tiles) are gone, the user's file kept.
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .expect("readable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["0", "1", "blocks.tlod", "notes.txt", "terrain.tlod"]
+    );
+    let tiles: usize = std::fs::read_dir(out.join("0"))
+        .expect("level 0")
+        .map(|column| {
+            std::fs::read_dir(column.expect("entry").path())
+                .expect("a folder")
+                .count()
+        })
+        .sum();
+    assert_eq!(tiles, 4, "2 x 2 tiles of 8 cells");
     assert_eq!(
         terrain.to_heightfield(0, u64::MAX).expect("fits").samples(),
         source.samples()

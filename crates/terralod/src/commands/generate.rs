@@ -48,6 +48,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<()> {
             args.out.display()
         );
     }
+    io::check_destination(&args.out)?;
     let options = GenerateOptions::default()
         .with_size(args.size)
         .with_seed(args.seed)

@@ -76,6 +76,10 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         let detail = args.lod.algorithm.detail.detail.as_deref();
         args.terrain
             .refuse_as_output(out, [args.path.as_deref(), detail])?;
+        // A per-frame pattern is checked frame by frame once the walk's length is known.
+        if !names_frames(out) {
+            terralod_core::io::check_destination(out)?;
+        }
     }
     if args.lod.max_error.is_some() && args.camera.any_given() {
         bail!("--max-error is view-independent: it takes no camera flags");
@@ -93,12 +97,16 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
                     out.display()
                 );
             };
-            Some(FrameFiles {
+            let files = FrameFiles {
                 pattern: out,
                 format,
                 frames: poses.len(),
                 written: std::cell::RefCell::new(Vec::new()),
-            })
+            };
+            for frame in 0..poses.len() {
+                terralod_core::io::check_destination(&files.path(frame))?;
+            }
+            Some(files)
         }
         _ => None,
     };

@@ -6,7 +6,7 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
 use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, settle};
-use crate::terrain_args::TerrainArgs;
+use crate::terrain_args::{TerrainArgs, regular_file_len};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
@@ -48,6 +48,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let detail = args.lod.algorithm.detail.detail.as_deref();
     args.terrain
         .refuse_as_output(&args.out, [args.look.texture.as_deref(), detail])?;
+    terralod_core::io::check_destination(&args.out)?;
     let texture = args.look.texture.as_deref().map(load_texture).transpose()?;
     let detail_field = args
         .lod
@@ -182,10 +183,16 @@ pub fn check_png(path: &Path) -> anyhow::Result<()> {
 }
 
 pub fn load_texture(path: &Path) -> anyhow::Result<image::RgbaImage> {
+    // A FIFO would block the open and a device never end: a regular file only.
+    regular_file_len(path, "texture")?;
+    let reader = || {
+        image::ImageReader::open(path)
+            .and_then(|r| r.with_guessed_format())
+            .with_context(|| format!("{}: cannot open the texture", path.display()))
+    };
     // Checked before decoding: a small file (a 1-bit PNG) can expand to gigabytes of RGBA.
-    let (width, height) = image::ImageReader::open(path)
-        .and_then(|r| r.with_guessed_format())
-        .with_context(|| format!("{}: cannot open the texture", path.display()))?
+    // (With the side limits set, the decoder would refuse in its own words.)
+    let (width, height) = reader()?
         .into_dimensions()
         .with_context(|| format!("{}: cannot read the texture's size", path.display()))?;
     if width.max(height) > MAX_TEXTURE_SIDE {
@@ -195,17 +202,30 @@ pub fn load_texture(path: &Path) -> anyhow::Result<image::RgbaImage> {
             path.display()
         );
     }
-    let image = image::ImageReader::open(path)
-        .and_then(|r| r.with_guessed_format())
-        .with_context(|| format!("{}: cannot open the texture", path.display()))?
+    let mut reader = reader()?;
+    reader.limits(texture_limits());
+    let image = reader
         .decode()
         .with_context(|| format!("{}: cannot decode the texture", path.display()))?;
-    Ok(image.to_rgba8())
+    Ok(image.into_rgba8())
 }
 
 /// The largest texture side loaded (the common GPU limit; the renderer checks the
 /// device's own limit too).
 const MAX_TEXTURE_SIDE: u32 = 16_384;
+
+/// Bytes per pixel of the widest image the decoders produce (RGBA of `f32`).
+const MAX_DECODED_PIXEL_BYTES: u64 = 16;
+
+/// The decoder's limits, from [`MAX_TEXTURE_SIDE`]: the `image` crate's defaults (512 MiB
+/// in all) refuse an RGBA texture from about 11600 a side, below what this tool promises.
+fn texture_limits() -> image::Limits {
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_TEXTURE_SIDE);
+    limits.max_image_height = Some(MAX_TEXTURE_SIDE);
+    limits.max_alloc = Some(u64::from(MAX_TEXTURE_SIDE).pow(2) * MAX_DECODED_PIXEL_BYTES);
+    limits
+}
 
 /// Writes `image` as a PNG, atomically (nothing half-written on failure).
 pub fn write_png(path: &Path, image: &image::RgbaImage) -> anyhow::Result<()> {
@@ -276,4 +296,43 @@ fn time_frames(
         "bytes_uploaded_per_frame": renderer.upload_stats().bytes_last_frame,
         "buffers_created": renderer.upload_stats().buffers_created,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_TEXTURE_SIDE, load_texture, texture_limits};
+
+    #[test]
+    fn the_decoder_takes_every_texture_the_stated_side_allows() {
+        let limits = texture_limits();
+        assert_eq!(MAX_TEXTURE_SIDE, 16_384, "the documented limit");
+        assert_eq!(limits.max_image_width, Some(MAX_TEXTURE_SIDE));
+        assert_eq!(limits.max_image_height, Some(MAX_TEXTURE_SIDE));
+        // A 16-bit RGBA PNG of the largest side decodes (8 bytes a pixel).
+        let largest = u64::from(MAX_TEXTURE_SIDE).pow(2) * 8;
+        assert!(limits.max_alloc.is_some_and(|bytes| bytes >= largest));
+    }
+
+    /// A 12000 x 12000 RGBA PNG (576 MB decoded, within the 16384 a side the tool states)
+    /// failed with the `image` crate's default 512 MiB limit ("Memory limit exceeded").
+    #[test]
+    fn a_texture_past_the_image_crates_default_limit_decodes() {
+        use image::ImageEncoder as _;
+        let side = 12_000u32;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("big.png");
+        // Zeroed memory, never written: compressed to a small file quickly.
+        let pixels = vec![0u8; side as usize * side as usize * 4];
+        let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("writable"));
+        image::codecs::png::PngEncoder::new_with_quality(
+            file,
+            image::codecs::png::CompressionType::Fast,
+            image::codecs::png::FilterType::NoFilter,
+        )
+        .write_image(&pixels, side, side, image::ExtendedColorType::Rgba8)
+        .expect("encodes");
+        drop(pixels);
+        let texture = load_texture(&path).expect("decodes within the stated limit");
+        assert_eq!(texture.dimensions(), (side, side));
+    }
 }

@@ -72,7 +72,7 @@
 mod pool;
 mod tree;
 
-pub use pool::PatchPool;
+pub use pool::{MAX_POOL_BYTES, PatchPool, PoolError};
 
 use super::stitched_patch::{SeamNeighbour, Side, StitchedPatch};
 use super::{GridVertices, LodAlgorithm, PatchInstance, Selection, SelectionStats, View};
@@ -210,7 +210,22 @@ pub struct PatchesLod<'a> {
 impl<'a> PatchesLod<'a> {
     /// Builds the tree's coarsest balanced state and the pool; `pyramid` must be the
     /// pyramid of `field`.
+    ///
+    /// # Panics
+    ///
+    /// When the pool is refused ([`PatchesLod::try_new`] reports it instead).
     pub fn new(field: &'a Heightfield, pyramid: &'a Pyramid, options: PatchOptions) -> Self {
+        Self::try_new(field, pyramid, options).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`PatchesLod::new`], with a pool (and the per-frame lists sized from its capacity)
+    /// too large for [`MAX_POOL_BYTES`] or for memory refused with [`PoolError::TooLarge`]
+    /// instead of aborting: the capacity and patch size are user input.
+    pub fn try_new(
+        field: &'a Heightfield,
+        pyramid: &'a Pyramid,
+        options: PatchOptions,
+    ) -> Result<Self, PoolError> {
         let padded_cells = pyramid.padded_side() - 1;
         let patch_side = options
             .patch_size
@@ -225,7 +240,16 @@ impl<'a> PatchesLod<'a> {
         balance_initial(&mut tree);
         let needed = tree.leaves() as u32;
         let capacity = options.pool_capacity.max(needed).max(1);
-        let mut pool = PatchPool::new(patch_side, capacity, field);
+        let mut pool = PatchPool::try_with_height_range(patch_side, capacity, field.world_range())?;
+        let (mut instances, mut drawn) = (Vec::new(), Vec::new());
+        instances
+            .try_reserve_exact(5 * capacity as usize)
+            .and_then(|()| drawn.try_reserve_exact(capacity as usize))
+            .map_err(|_| PoolError::TooLarge {
+                slots: capacity,
+                side: patch_side,
+                bytes: pool.memory_bytes() as u64,
+            })?;
         let drawn_error = drawn_errors(pyramid, &tree, patch_side);
         let levels = tree.levels.len();
         let mut lod = PatchesLod {
@@ -242,8 +266,8 @@ impl<'a> PatchesLod<'a> {
             pool: PatchPool::new(patch_side, 0, field),
             drawn_error,
             stitched,
-            instances: Vec::with_capacity(5 * capacity as usize),
-            drawn: Vec::with_capacity(capacity as usize),
+            instances,
+            drawn,
             work: Vec::with_capacity(16 * levels + 16),
             frame: PatchStats::default(),
             stats: SelectionStats::default(),
@@ -269,7 +293,7 @@ impl<'a> PatchesLod<'a> {
         lod.frame.capacity = capacity;
         lod.frame.in_use = lod.pool.in_use();
         lod.frame.peak_in_use = lod.frame.in_use;
-        lod
+        Ok(lod)
     }
 
     /// The vertex buffer the selection indexes.

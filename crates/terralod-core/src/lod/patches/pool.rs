@@ -7,11 +7,28 @@
 use crate::heightfield::{GridPos, Heightfield};
 use crate::lod::sample_height;
 use glam::Vec3;
+use std::collections::TryReserveError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Source of [`PatchPool::id`]: every pool built in this process has its own.
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Most bytes of slot data [`PatchPool::try_with_height_range`] allocates: the capacity and
+/// patch size come from the command line, and `(side + 1)²` vertices of 20 bytes times
+/// the slots reach terabytes (the GPU copy of the slots is as large again).
+pub const MAX_POOL_BYTES: u64 = 4 << 30;
+
+/// Why a pool cannot be allocated.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PoolError {
+    #[error(
+        "a patch pool of {slots} slots of {side} x {side} cells needs {bytes} bytes (at most \
+         {limit}, and what memory grants): lower --pool-capacity or --patch-size",
+        limit = MAX_POOL_BYTES
+    )]
+    TooLarge { slots: u32, side: u32, bytes: u64 },
+}
 
 /// One slot's contents as laid out in the pool: per vertex `(i, j)` of the patch (index
 /// `j * (side + 1) + i`) a world position, a normal packed as four signed bytes (x, y, z, 0)
@@ -42,6 +59,65 @@ impl PatchPool {
     /// Allocates `capacity` slots of patches of `side` cells a side (all free).
     pub fn new(side: u32, capacity: u32, field: &Heightfield) -> PatchPool {
         PatchPool::with_height_range(side, capacity, field.world_range())
+    }
+
+    /// [`PatchPool::with_height_range`], refused with [`PoolError::TooLarge`] instead of
+    /// aborting the process when the slots take more than [`MAX_POOL_BYTES`] or the
+    /// allocator refuses them (the capacity and side may come straight from user input).
+    pub fn try_with_height_range(
+        side: u32,
+        capacity: u32,
+        height_range: (f32, f32),
+    ) -> Result<PatchPool, PoolError> {
+        let bytes = PatchPool::bytes_for(side, capacity).unwrap_or(u64::MAX);
+        let too_large = PoolError::TooLarge {
+            slots: capacity,
+            side,
+            bytes,
+        };
+        if bytes > MAX_POOL_BYTES {
+            return Err(too_large);
+        }
+        // Within the limit, so no product below overflows.
+        let total = (side as usize + 1) * (side as usize + 1) * capacity as usize;
+        let slots = capacity as usize;
+        let (Ok(positions), Ok(normals), Ok(colours), Ok(generation), Ok(mut free)) = (
+            zeroed(total, [0.0; 3]),
+            zeroed(total, 0),
+            zeroed(total, 0),
+            zeroed(slots, 0),
+            zeroed(slots, 0),
+        ) else {
+            return Err(too_large);
+        };
+        free.clear();
+        free.extend((0..capacity).rev());
+        Ok(PatchPool {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            side,
+            capacity,
+            positions,
+            normals,
+            colours,
+            generation,
+            fills_ever: 0,
+            free,
+            height_range,
+            fills: 0,
+            fill_time: Duration::ZERO,
+        })
+    }
+
+    /// Bytes of the slots of a pool of `capacity` patches of `side` cells (what
+    /// [`PatchPool::memory_bytes`] reports once allocated); `None` beyond `u64`.
+    pub fn bytes_for(side: u32, capacity: u32) -> Option<u64> {
+        let side = u64::from(side).checked_add(1)?;
+        let per_vertex = (size_of::<[f32; 3]>() + 2 * size_of::<u32>()) as u64;
+        let per_slot = side
+            .checked_mul(side)?
+            .checked_mul(per_vertex)?
+            .checked_add((size_of::<u64>() + size_of::<u32>()) as u64)?;
+        per_slot.checked_mul(u64::from(capacity))
     }
 
     /// [`PatchPool::new`] for a terrain known by its world height range only (the colour
@@ -252,6 +328,14 @@ impl PatchPool {
     }
 }
 
+/// `n` copies of `value`, or the allocator's refusal.
+fn zeroed<T: Clone>(n: usize, value: T) -> Result<Vec<T>, TryReserveError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 /// A unit normal as four signed normalised bytes (x, y, z, 0), x in the low byte.
 fn pack_normal(n: Vec3) -> u32 {
     let byte = |v: f32| ((v.clamp(-1.0, 1.0) * 127.0).round() as i8) as u8 as u32;
@@ -297,6 +381,30 @@ mod tests {
         }
         assert_eq!(pool.in_use(), 0);
         assert_eq!(pool.memory_bytes(), bytes);
+    }
+
+    /// `--pool-capacity 1000000000` (or a large `--patch-size`) asked the allocator for
+    /// terabytes and aborted the process: the size is checked, then allocated fallibly.
+    #[test]
+    fn a_pool_too_large_is_refused_not_allocated() {
+        let range = (0.0, 1.0);
+        for (side, capacity) in [(2, 1_000_000_000), (4096, u32::MAX), (1024, 1024)] {
+            assert!(
+                matches!(
+                    PatchPool::try_with_height_range(side, capacity, range),
+                    Err(PoolError::TooLarge { .. })
+                ),
+                "{side} x {capacity}"
+            );
+        }
+        assert_eq!(PatchPool::bytes_for(u32::MAX, u32::MAX), None, "overflow");
+        let error = PatchPool::try_with_height_range(2, 1_000_000_000, range).expect_err("huge");
+        assert!(error.to_string().contains("--pool-capacity"), "{error}");
+        let pool = PatchPool::try_with_height_range(4, 3, range).expect("small");
+        let bytes = PatchPool::bytes_for(4, 3).expect("small");
+        assert_eq!(pool.memory_bytes() as u64, bytes, "what the check counts");
+        assert_eq!((pool.capacity(), pool.free_slots()), (3, 3));
+        assert_eq!(pool.slot_positions(0..3).len(), 75);
     }
 
     #[test]

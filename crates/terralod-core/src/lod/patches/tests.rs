@@ -84,6 +84,22 @@ fn check_tree(lod: &PatchesLod<'_>) {
     }
 }
 
+/// The pool's capacity is user input: one too large for memory is a typed error of the
+/// constructor (the CLI's build path reports it), not an aborted allocation.
+#[test]
+fn a_pool_too_large_is_a_constructor_error() {
+    let field = rough_field(17);
+    let pyramid = Pyramid::build(&field);
+    for capacity in [1_000_000_000, u32::MAX] {
+        assert!(matches!(
+            PatchesLod::try_new(&field, &pyramid, options(capacity)),
+            Err(PoolError::TooLarge { side: 4, .. })
+        ));
+    }
+    let lod = PatchesLod::try_new(&field, &pyramid, options(8)).expect("a small pool");
+    assert_eq!(lod.pool().capacity(), 8);
+}
+
 #[test]
 fn the_start_tree_is_the_coarsest_balanced_one_over_the_extent() {
     // 100 × 70 samples: an extent of 100 × 72 cells (patches of 4), a 128-cell root.

@@ -437,6 +437,13 @@ fn camera(
         .flat_map(|(x, z)| [lo, hi].map(move |y| eye.distance(Vec3::new(x, y, z))))
         .fold(2.0 * args.near, f32::max)
         * 1.01;
+    if !far.is_finite() {
+        bail!(
+            "the distance from the eye {:?} to the terrain's far corner (extent {w} x {d}, \
+             heights {lo} .. {hi}) overflows f32: lower --cell-size or --height-scale",
+            pose.eye
+        );
+    }
     Camera::new(
         eye,
         Vec3::from(pose.target),

@@ -15,6 +15,7 @@ mod viewer;
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
+use terralod_core::io::interrupt;
 
 /// Real-time continuous level of detail for very large heightfield terrains.
 #[derive(Debug, Parser)]
@@ -46,8 +47,15 @@ enum Command {
     Import(commands::import::ImportArgs),
 }
 
+/// Exit status of an interrupted run (128 + SIGINT, as shells report it).
+const INTERRUPTED: u8 = 130;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The viewer keeps the default (the window's own close is its way out).
+    if !matches!(cli.command, Command::View(_)) {
+        take_back_on_interrupt();
+    }
     let result = match cli.command {
         Command::Info(args) => commands::info::run(&args),
         Command::Generate(args) => commands::generate::run(&args),
@@ -61,12 +69,36 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stops early (`terralod info | head -1`) is not an error.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) if interrupt::requested() => {
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&error));
+            ExitCode::from(INTERRUPTED)
+        }
         Err(error) => {
             // `writeln!` because `eprintln!` panics when stderr cannot be written.
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Ctrl-C, `SIGTERM` and `SIGHUP`: with an output being written, the writer is asked to
+/// stop and take back what it wrote (its error then ends the run); with none, or at a
+/// second signal, the run ends at once. Either way the exit status is 130.
+fn take_back_on_interrupt() {
+    let handler = || {
+        let again = interrupt::requested();
+        if !again && interrupt::request() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "interrupted: taking back what was being written (interrupt again to stop at once)"
+            );
+            return;
+        }
+        let _ = writeln!(std::io::stderr(), "interrupted");
+        std::process::exit(i32::from(INTERRUPTED));
+    };
+    // Without a handler the signal's default still ends the run (leaving temporaries).
+    let _ = ctrlc::set_handler(handler);
 }
 
 /// One clear line: the context chain joined by ": ", without the causes an error's own

@@ -341,6 +341,43 @@ fn a_failed_import_leaves_nothing_behind() {
             "{source}: {left:?} left in the empty directory"
         );
     }
+    // Forced over a finished import: the earlier import is gone, and so is every file of
+    // the failed one (it used to stay, headerless); the user's own file stays.
+    let forced = dir.path().join("forced");
+    let forced_arg = forced.to_str().expect("UTF-8");
+    ok(&[
+        "import",
+        "--generate-size",
+        "33",
+        "--tile-size",
+        "8",
+        "--out",
+        forced_arg,
+    ]);
+    std::fs::write(forced.join("notes.txt"), b"keep me").expect("writable");
+    fails_naming(
+        &[
+            "import",
+            &infinite,
+            "--raw-size",
+            "8x8",
+            "--tile-size",
+            "2",
+            "--out",
+            forced_arg,
+            "--force",
+        ],
+        "not a finite number",
+    );
+    let left: Vec<String> = std::fs::read_dir(&forced)
+        .expect("still there")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        ["notes.txt"],
+        "a failed forced import leaves only the user's file"
+    );
 }
 
 /// `info DIR --height-scale 1e38` printed infinite world heights and exited 0, where

@@ -17,6 +17,7 @@
 mod ascii;
 mod geotiff;
 mod hgt;
+pub mod interrupt;
 mod png;
 mod raw;
 mod write;

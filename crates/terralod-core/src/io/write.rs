@@ -4,6 +4,7 @@
 //! over the target only once complete and synced. On any error the temporary file is
 //! removed, so a half-written file never appears under the target name.
 
+use super::interrupt::{Interrupted, Output, Watched};
 use crate::heightfield::{Heightfield, Samples};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -108,6 +109,8 @@ pub enum WriteProblem {
     Png(String),
     #[error("the path names no file")]
     NoFileName,
+    #[error("interrupted: nothing written")]
+    Interrupted,
     #[error("it is a folder")]
     IsFolder,
     #[error("its folder {} does not exist", .0.display())]
@@ -128,6 +131,12 @@ pub enum WriteProblem {
         height: f64,
         value: f64,
     },
+}
+
+impl From<Interrupted> for WriteProblem {
+    fn from(_: Interrupted) -> Self {
+        WriteProblem::Interrupted
+    }
 }
 
 impl From<std::io::Error> for WriteProblem {
@@ -282,13 +291,24 @@ fn destination_problem(path: &Path) -> Option<WriteProblem> {
 
 fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut File) -> Result<(), WriteProblem>,
+    write: impl FnOnce(&mut Watched<'_, &mut File>) -> Result<(), WriteProblem>,
 ) -> Result<(), WriteProblem> {
+    let output = Output::begin()?;
+    // An interrupted write fails whatever its writer made of the error (an encoder may
+    // wrap it in its own).
+    let run = |file: &mut File| {
+        let result = write(&mut Watched {
+            inner: file,
+            output: &output,
+        });
+        output.check()?;
+        result
+    };
     // A device or pipe (`/dev/stdout`, a FIFO) is written in place: renaming a file over
     // it would replace it (as root, even `/dev/full` or `/dev/null`).
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
-        return write(&mut file);
+        return run(&mut file);
     }
     if let Some(problem) = destination_problem(path) {
         return Err(problem);
@@ -311,8 +331,9 @@ fn write_atomically(
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut temporary = builder.tempfile_in(directory)?;
-    write(temporary.as_file_mut())?;
+    run(temporary.as_file_mut())?;
     temporary.as_file().sync_all()?;
+    output.check()?;
     temporary
         .persist(path)
         .map_err(|e| WriteProblem::Io(e.error))?;

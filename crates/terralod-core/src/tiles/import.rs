@@ -8,6 +8,7 @@ use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, level_gri
 use super::stats::{StatSample, fold_range, window_error};
 use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
 use crate::heightfield::{Heightfield, Samples, WorldMapping};
+use crate::io::interrupt::Output;
 use crate::io::write_file_atomically;
 use rayon::prelude::*;
 use std::fs::File;
@@ -164,8 +165,10 @@ pub fn import_source(
             });
         }
     }
+    // Held until the header is written: an interruption takes the import back.
+    let output = Output::begin()?;
     let prepared = prepare_directory(dir, options.force)?;
-    let result = write_pyramid(field, dir, options, progress);
+    let result = write_pyramid(field, dir, options, &output, progress);
     if result.is_err() {
         prepared.clean_up(dir);
     }
@@ -177,6 +180,7 @@ fn write_pyramid(
     field: &dyn ImportSource,
     dir: &Path,
     options: &ImportOptions,
+    output: &Output,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<ImportSummary, TileError> {
     let (tile_cells, block_cells) = (options.tile_cells, options.block_cells);
@@ -216,6 +220,7 @@ fn write_pyramid(
             let written = batch
                 .par_iter()
                 .map(|&(level, tx, ty)| {
+                    output.check()?;
                     let grid = &levels[level as usize];
                     let (bytes, blocks) =
                         encode_tile(field, shape, grid, level, tx, ty, level < coarsest)?;
@@ -435,8 +440,19 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Prepared, TileError> {
             });
         }
     }
-    // Then the earlier import's own files (its levels' folders and block index), so none
-    // of its tiles outlives it beside the new ones; anything else in the folder stays.
+    // Then the earlier import's own files, so none of its tiles outlives it beside the
+    // new ones.
+    remove_import_files(dir)?;
+    Ok(Prepared::Forced)
+}
+
+/// Removes an import's own files from `dir` (its levels' folders, block index and their
+/// temporaries); anything else in the folder stays.
+fn remove_import_files(dir: &Path) -> Result<(), TileError> {
+    let io = |source| TileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name();
@@ -447,13 +463,16 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Prepared, TileError> {
                 .is_ok()
                 .then(|| std::fs::remove_dir_all(&path))
         } else {
-            (name == BLOCKS_FILE).then(|| std::fs::remove_file(&path))
+            let temporary =
+                |file: &str| name.starts_with(&format!(".{file}.")) && name.ends_with(".tmp");
+            (name == BLOCKS_FILE || temporary(BLOCKS_FILE) || temporary(HEADER_FILE))
+                .then(|| std::fs::remove_file(&path))
         };
         if let Some(Err(source)) = removed {
             return Err(TileError::Io { path, source });
         }
     }
-    Ok(Prepared::Forced)
+    Ok(())
 }
 
 /// What the output directory was before an import, so a failed import can leave it so.
@@ -463,8 +482,8 @@ enum Prepared {
     Created,
     /// Empty: emptied again on failure.
     WasEmpty,
-    /// Another import's (`--force`): left as the failure leaves it, headerless, so no
-    /// reader takes it for finished.
+    /// Another import's (`--force`, already removed): this import's files are removed,
+    /// anything else stays.
     Forced,
 }
 
@@ -488,7 +507,9 @@ impl Prepared {
                     }
                 }
             }
-            Prepared::Forced => {}
+            Prepared::Forced => {
+                let _ = remove_import_files(dir);
+            }
         }
     }
 }

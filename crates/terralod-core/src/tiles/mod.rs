@@ -55,6 +55,12 @@ pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block
 use crate::io::WriteError;
 use std::path::PathBuf;
 
+impl From<crate::io::interrupt::Interrupted> for TileError {
+    fn from(_: crate::io::interrupt::Interrupted) -> Self {
+        TileError::Interrupted
+    }
+}
+
 /// Why a tiled terrain could not be written or read. Every variant about a file names it.
 #[derive(Debug, thiserror::Error)]
 pub enum TileError {
@@ -70,6 +76,8 @@ pub enum TileError {
     Unfinished { path: PathBuf },
     #[error("{}: missing (no such file)", path.display())]
     Missing { path: PathBuf },
+    #[error("interrupted: what the import wrote is taken back")]
+    Interrupted,
     #[error("{}: bad magic bytes: not a terralod tiles file", path.display())]
     BadMagic { path: PathBuf },
     #[error(

@@ -12,6 +12,7 @@ use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use terralod_core::io::interrupt::Output;
 use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, SelectionStats, Tolerance, View};
 use terralod_core::simplify::simplify;
 use terralod_core::tiles::TileSource;
@@ -102,6 +103,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
                 format,
                 frames: poses.len(),
                 written: std::cell::RefCell::new(Vec::new()),
+                output: std::cell::OnceCell::new(),
             };
             for frame in 0..poses.len() {
                 terralod_core::io::check_destination(&files.path(frame))?;
@@ -255,6 +257,11 @@ impl Walk<'_> {
         let Some(files) = self.frames else {
             return Ok(());
         };
+        // From the first frame on, an interruption takes the walk's frames back.
+        if files.output.get().is_none() {
+            let _ = files.output.set(Output::begin()?);
+        }
+        files.output.get().map_or(Ok(()), Output::check)?;
         let path = files.path(frame);
         write_mesh(&path, files.format, mesh, mapping)
             .with_context(|| format!("writing {} (frame {frame})", path.display()))?;
@@ -270,6 +277,8 @@ struct FrameFiles<'a> {
     frames: usize,
     /// The files written so far, removed if the walk fails.
     written: std::cell::RefCell<Vec<PathBuf>>,
+    /// Held from the first frame written (see `terralod_core::io::interrupt`).
+    output: std::cell::OnceCell<Output>,
 }
 
 impl FrameFiles<'_> {

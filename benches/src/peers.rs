@@ -41,6 +41,8 @@ pub enum PeerError {
     Measure(#[from] MeasureError),
     #[error("simplification: {0}")]
     Simplify(#[from] terralod_core::simplify::SimplifyError),
+    #[error("building the algorithm: {0}")]
+    Build(#[from] terralod_core::lod::BuildError),
 }
 
 /// The square window `side × side` whose top-left sample is `(col, row)`, in the source's
@@ -250,7 +252,7 @@ pub fn build_algorithm<'a>(
             })?;
     // The comparison selects world-error views only.
     let options = LodOptions::default().with_world_error_only(true);
-    Ok((entry.build)(field, pyramid, &options))
+    Ok((entry.build)(field, pyramid, &options)?)
 }
 
 /// Measured vertical error of `mesh` over every sample of `field` (the testkit oracle).

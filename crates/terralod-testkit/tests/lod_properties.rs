@@ -29,7 +29,7 @@ fn select_mesh(
     options: &LodOptions,
     view: &View,
 ) -> (GridMesh, bool) {
-    let mut algorithm = (entry.build)(field, pyramid, options);
+    let mut algorithm = (entry.build)(field, pyramid, options).expect("the registry builds it");
     let bounded = algorithm.error_bounded();
     (algorithm.select(view).to_mesh(field), bounded)
 }
@@ -184,8 +184,10 @@ proptest! {
             for cull in [true, false] {
                 let view = view.with_cull(cull);
                 let options = LodOptions::default();
-                let mut first = (entry.build)(&field, &pyramid, &options);
-                let mut second = (entry.build)(&field, &pyramid, &options);
+                let mut first = (entry.build)(&field, &pyramid, &options)
+.expect("the registry builds it");
+                let mut second = (entry.build)(&field, &pyramid, &options)
+.expect("the registry builds it");
                 let a = indices(&first.select(&view));
                 // State carried across frames must not change the result.
                 let _ = first.select(&View::world_error(1e9).expect("valid"));
@@ -277,7 +279,8 @@ proptest! {
         let coarse = View::screen(camera, tolerance).expect("valid view");
         let fine = coarse.with_tolerance(tolerance * factor).expect("valid tolerance");
         for entry in REGISTRY {
-            let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default());
+            let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+.expect("the registry builds it");
             if !algorithm.error_bounded() {
                 continue; // τ does not drive it
             }
@@ -324,7 +327,8 @@ proptest! {
         ];
         for entry in REGISTRY {
             for view in &views {
-                let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default());
+                let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+.expect("the registry builds it");
                 if !algorithm.error_bounded() {
                     continue; // roughness does not drive it
                 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use terralod_core::Heightfield;
 use terralod_core::io::{self, LoadOptions};
 use terralod_core::lod::{
-    AdaptiveLod, AlgorithmEntry, Detail, LodAlgorithm, LodOptions, PatchesLod, bintree,
+    AdaptiveLod, AlgorithmEntry, Detail, LodAlgorithm, LodOptions, check_indices,
 };
 use terralod_core::pyramid::Pyramid;
 
@@ -78,7 +78,7 @@ impl DetailArgs {
 }
 
 /// Builds registry entry `entry` over `field`, with the detail inserted when there is one
-/// (only algorithm adaptive takes one), and algorithm patches' pool refused when too large.
+/// (only algorithm adaptive takes one); the registry refuses what cannot be built.
 pub fn build_algorithm<'a>(
     entry: &AlgorithmEntry,
     field: &'a Heightfield,
@@ -86,61 +86,24 @@ pub fn build_algorithm<'a>(
     options: &LodOptions,
     detail: Option<&Detail<'_>>,
 ) -> anyhow::Result<Box<dyn LodAlgorithm + 'a>> {
-    check_index_range(field.width(), field.height())?;
-    let side = field.padded_side();
-    if entry.name == "bintree" && side > bintree::MAX_PADDED_SIDE {
-        anyhow::bail!(
-            "bintree covers the whole {side} x {side} square grid this {} x {} terrain pads \
-             to, beyond the {max} x {max} it takes; use --algo quadtree or adaptive, which \
-             store only what touches the data",
-            field.width(),
-            field.height(),
-            max = bintree::MAX_PADDED_SIDE,
-        );
-    }
     match detail {
-        Some(detail) if entry.name == "adaptive" => Ok(Box::new(AdaptiveLod::with_detail(
-            field,
-            pyramid,
-            *options,
-            options.adaptive,
-            detail,
-        )?)),
-        // The pool's capacity and patch size are flags: a pool too large is refused, where
-        // the registry's `build` would panic.
-        _ if entry.name == "patches" => Ok(Box::new(PatchesLod::try_new(
-            field,
-            pyramid,
-            options.patches,
-        )?)),
-        _ => Ok((entry.build)(field, pyramid, options)),
+        Some(detail) if entry.name == "adaptive" => {
+            check_indices(field.width(), field.height())?;
+            Ok(Box::new(AdaptiveLod::with_detail(
+                field,
+                pyramid,
+                *options,
+                options.adaptive,
+                detail,
+            )?))
+        }
+        _ => Ok((entry.build)(field, pyramid, options)?),
     }
-}
-
-/// Refuses a terrain whose grid (plus the repeated border column and row the algorithms
-/// may draw) has more vertices than the 32-bit indices of the meshes and the GPU reach.
-fn check_index_range(width: u32, height: u32) -> anyhow::Result<()> {
-    let positions = (u64::from(width) + 1) * (u64::from(height) + 1);
-    if positions > u64::from(u32::MAX) {
-        anyhow::bail!(
-            "a {width} x {height} terrain has more vertices than 32-bit indices reach; \
-             import it (terralod import) and draw it with --algo streamed"
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{check_index_range, parse_xz};
-
-    #[test]
-    fn grids_beyond_32_bit_indices_are_refused() {
-        assert!(check_index_range(65534, 65534).is_ok());
-        let refused = check_index_range(65536, 65536).expect_err("2^32 + vertices");
-        assert!(refused.to_string().contains("65536 x 65536"), "{refused}");
-        assert!(check_index_range(u32::MAX, 1).is_err());
-    }
+    use super::parse_xz;
 
     #[test]
     fn positions_parse_and_refuse_garbage() {

@@ -772,8 +772,41 @@ pub(crate) struct Pass<'v> {
 }
 
 /// Builds an algorithm for a terrain.
-pub type BuildFn =
-    for<'a> fn(&'a Heightfield, &'a Pyramid, &LodOptions) -> Box<dyn LodAlgorithm + 'a>;
+pub type BuildFn = for<'a> fn(
+    &'a Heightfield,
+    &'a Pyramid,
+    &LodOptions,
+) -> Result<Box<dyn LodAlgorithm + 'a>, BuildError>;
+
+/// Why an algorithm cannot be built over a terrain (sizes and options are user input: a
+/// refusal, never a panic or an aborted allocation).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(
+        "a {width} x {height} terrain has more vertices than 32-bit indices reach; import \
+         it (terralod import) and draw it with --algo streamed"
+    )]
+    BeyondIndices { width: u32, height: u32 },
+    #[error(
+        "bintree covers the whole {side} x {side} square grid this {width} x {height} \
+         terrain pads to, beyond the {max} x {max} it takes; use --algo quadtree or adaptive, which \
+         store only what touches the data",
+        max = bintree::MAX_PADDED_SIDE
+    )]
+    BintreeTooLarge { side: u32, width: u32, height: u32 },
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+}
+
+/// Refuses a terrain whose grid (plus the repeated border column and row the algorithms
+/// may draw) has more vertex positions than `u32` indices address.
+pub fn check_indices(width: u32, height: u32) -> Result<(), BuildError> {
+    let positions = (u64::from(width) + 1) * (u64::from(height) + 1);
+    if positions > u64::from(u32::MAX) {
+        return Err(BuildError::BeyondIndices { width, height });
+    }
+    Ok(())
+}
 
 /// One registered algorithm.
 #[derive(Clone, Copy)]
@@ -806,7 +839,10 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
         uses_pyramid: true,
-        build: |field, pyramid, options| Box::new(QuadtreeLod::new(field, pyramid, *options)),
+        build: |field, pyramid, options| {
+            check_indices(field.width(), field.height())?;
+            Ok(Box::new(QuadtreeLod::new(field, pyramid, *options)))
+        },
     },
     AlgorithmEntry {
         name: "chunked",
@@ -815,7 +851,10 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "neighbours differ by at most one level; the finer block draws the \
                          seam variant that matches its coarser neighbour's edge",
         uses_pyramid: true,
-        build: |field, pyramid, options| Box::new(ChunkedLod::new(field, pyramid, *options)),
+        build: |field, pyramid, options| {
+            check_indices(field.width(), field.height())?;
+            Ok(Box::new(ChunkedLod::new(field, pyramid, *options)))
+        },
     },
     AlgorithmEntry {
         name: "adaptive",
@@ -824,7 +863,10 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "enabling a vertex enables both squares sharing it, enabling a \
                      sub-square its parent's edge vertices at its corners",
         uses_pyramid: true,
-        build: |field, pyramid, options| Box::new(AdaptiveLod::new(field, pyramid, *options)),
+        build: |field, pyramid, options| {
+            check_indices(field.width(), field.height())?;
+            Ok(Box::new(AdaptiveLod::new(field, pyramid, *options)))
+        },
     },
     AlgorithmEntry {
         name: "patches",
@@ -834,7 +876,14 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "balanced quadtree (neighbours within one level), seams of the shared \
                      stitched patch, the coarse variant against a coarser neighbour",
         uses_pyramid: true,
-        build: |field, pyramid, options| Box::new(PatchesLod::new(field, pyramid, options.patches)),
+        build: |field, pyramid, options| {
+            check_indices(field.width(), field.height())?;
+            Ok(Box::new(PatchesLod::try_new(
+                field,
+                pyramid,
+                options.patches,
+            )?))
+        },
     },
     AlgorithmEntry {
         name: "bintree",
@@ -843,7 +892,18 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a diamond's two triangles split together, and errors and boxes grow \
                      towards the root, so a split never lacks its parents (a conforming mesh)",
         uses_pyramid: false,
-        build: |field, _pyramid, options| Box::new(BintreeLod::new(field, *options)),
+        build: |field, _pyramid, options| {
+            check_indices(field.width(), field.height())?;
+            let side = field.padded_side();
+            if side > bintree::MAX_PADDED_SIDE {
+                return Err(BuildError::BintreeTooLarge {
+                    side,
+                    width: field.width(),
+                    height: field.height(),
+                });
+            }
+            Ok(Box::new(BintreeLod::new(field, *options)))
+        },
     },
     AlgorithmEntry {
         name: "streamed",
@@ -854,10 +914,11 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                      tiles are resident), stitched seams against a one-level-coarser neighbour",
         uses_pyramid: false,
         build: |field, _pyramid, options| {
-            Box::new(StreamedLod::new(
+            check_indices(field.width(), field.height())?;
+            Ok(Box::new(StreamedLod::new(
                 crate::tiles::MemoryTiles::for_field(field),
                 *options,
-            ))
+            )))
         },
     },
 ];
@@ -886,6 +947,33 @@ mod tests {
         Heightfield::from_f32(side, side, values).expect("valid field")
     }
 
+    /// What cannot be built is refused by the registry itself (a library caller of
+    /// `build` used to get a panic or an aborted allocation).
+    #[test]
+    fn the_registry_refuses_what_cannot_be_built() {
+        assert!(check_indices(65534, 65534).is_ok());
+        let refused = check_indices(65536, 65536).expect_err("2^32 + vertices");
+        assert!(refused.to_string().contains("65536 x 65536"), "{refused}");
+        assert!(check_indices(u32::MAX, 1).is_err());
+        // Thin enough to be small, padded to a square beyond what bintree takes.
+        let thin = Heightfield::from_f32(bintree::MAX_PADDED_SIDE + 1, 2, vec![0.0; 2 * 32770])
+            .expect("valid field");
+        let pyramid = Pyramid::build(&thin);
+        let bintree = find("bintree").expect("registered");
+        let refused = (bintree.build)(&thin, &pyramid, &LodOptions::default());
+        assert!(matches!(refused, Err(BuildError::BintreeTooLarge { .. })));
+        let small = field(33);
+        let pyramid = Pyramid::build(&small);
+        let mut options = LodOptions::default();
+        options.patches.pool_capacity = u32::MAX;
+        let patches = find("patches").expect("registered");
+        let refused = (patches.build)(&small, &pyramid, &options);
+        assert!(matches!(refused, Err(BuildError::Pool(_))));
+        for entry in REGISTRY {
+            assert!((entry.build)(&small, &pyramid, &LodOptions::default()).is_ok());
+        }
+    }
+
     /// An algorithm registered as not reading the pyramid selects the same mesh with the
     /// pyramid of another terrain (so benchmarks may leave the pyramid's cost out of it).
     #[test]
@@ -896,7 +984,8 @@ mod tests {
         let mut checked = 0;
         for entry in REGISTRY.iter().filter(|e| !e.uses_pyramid) {
             let mesh = |pyramid: &Pyramid| {
-                let mut algorithm = (entry.build)(&terrain, pyramid, &LodOptions::default());
+                let mut algorithm = (entry.build)(&terrain, pyramid, &LodOptions::default())
+                    .expect("the registry builds it");
                 algorithm.select(&view).to_mesh(&terrain)
             };
             let (a, b) = (mesh(&own), mesh(&other));

@@ -144,6 +144,12 @@ fn bad_requests_are_refused_and_write_nothing() {
             1,
             "pixel-error",
         ),
+        // Frustum shades are per patch: over triangles everything looked "inside".
+        (
+            vec!["--color-by", "frustum", "--out", out_text],
+            1,
+            "algorithm quadtree draws triangles",
+        ),
     ];
     for (args, code, message) in cases {
         let mut all = vec!["render"];

@@ -42,9 +42,21 @@ pub struct RenderArgs {
     pub stream: StreamArgs,
 }
 
+/// The algorithms whose selection is patches, each placed against the LOD frustum.
+const DRAWS_PATCHES: [&str; 3] = ["chunked", "patches", "streamed"];
+
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.only_entry()?;
     check_png(&args.out)?;
+    // Frustum shades are per drawn patch: over an algorithm that draws triangles they
+    // shaded everything "inside", silently.
+    if args.look.frustum_shades() && !DRAWS_PATCHES.contains(&entry.name) {
+        bail!(
+            "--color-by frustum shades the patches of {}; algorithm {} draws triangles",
+            DRAWS_PATCHES.join(", "),
+            entry.name
+        );
+    }
     let detail = args.lod.algorithm.detail.detail.as_deref();
     args.terrain
         .refuse_as_output(&args.out, [args.look.texture.as_deref(), detail])?;

@@ -2,6 +2,7 @@
 //! every algorithm's own options, shared with `bench` too.
 
 use crate::detail_args::DetailArgs;
+use crate::terrain_args::parse_positive;
 use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
@@ -17,11 +18,17 @@ pub struct LodArgs {
     #[arg(long)]
     pub algo: Option<String>,
     /// View-dependent: projected error at most this many pixels.
-    #[arg(long, value_name = "PX", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "PX",
+        allow_negative_numbers = true,
+        value_parser = parse_positive,
+        conflicts_with = "max_error"
+    )]
     pub pixel_error: Option<f32>,
     /// View-independent: every sample within this vertical world distance of the mesh,
     /// the whole terrain covered, no culling.
-    #[arg(long, value_name = "M", allow_negative_numbers = true)]
+    #[arg(long, value_name = "M", allow_negative_numbers = true, value_parser = parse_positive)]
     pub max_error: Option<f32>,
     /// Keep the nodes outside the view (drawn, but not refined for the view).
     #[arg(long)]
@@ -174,15 +181,6 @@ fn parse_patch_size(text: &str) -> Result<u32, String> {
         Ok(n)
     } else {
         Err(format!("{n} is not a power of two from 2 to 4096"))
-    }
-}
-
-fn parse_positive(text: &str) -> Result<f32, String> {
-    let v: f32 = text.parse().map_err(|e| format!("{e}"))?;
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("{v} must be finite and greater than 0"))
     }
 }
 

@@ -234,7 +234,7 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["--max-error", "1", "--cache-mb", "8"],
             "--cache-mb applies to --algo streamed",
@@ -273,13 +273,11 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
             ],
             "--max-error 1 is below --build-tolerance 5",
         ),
-        (&["--max-error", "1", "--pixel-error", "1"], "not both"),
         (&[], "--pixel-error PX"),
         (
             &["--max-error", "1", "--algo", "nope"],
             "unknown algorithm 'nope'",
         ),
-        (&["--max-error", "-1"], "greater than 0"),
         (
             &["--pixel-error", "1", "--eye", "1,2,3", "--target", "1,2,3"],
             "no view direction",
@@ -303,6 +301,30 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--out", &out]);
         refused_in_one_line(&args, needle, &out);
+    }
+    // Bounds no view can use are usage errors, as every other bad flag value (they exited
+    // with 1, after the terrain was loaded).
+    let usage: [(&[&str], &str); 4] = [
+        (
+            &["--max-error", "1", "--pixel-error", "1"],
+            "cannot be used with",
+        ),
+        (&["--max-error", "-1"], "not greater than 0"),
+        (&["--pixel-error", "0"], "not greater than 0"),
+        (&["--pixel-error", "nan"], "not a finite number"),
+    ];
+    for (extra, needle) in usage {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", &out]);
+        let output = terralod(&args);
+        let message = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(
+            message.contains(needle),
+            "'{needle}' missing from: {message}"
+        );
+        assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
     }
     let output = terralod(&[
         "mesh",

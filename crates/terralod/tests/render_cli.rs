@@ -136,12 +136,12 @@ fn bad_requests_are_refused_and_write_nothing() {
         ),
         (
             vec!["--pixel-error", "1", "--max-error", "2", "--out", out_text],
-            1,
-            "not both",
+            2,
+            "cannot be used with",
         ),
         (
             vec!["--pixel-error", "nan", "--out", out_text],
-            1,
+            2,
             "pixel-error",
         ),
         // Frustum shades are per patch: over triangles everything looked "inside".

@@ -14,7 +14,7 @@ mod uploads;
 use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
-use crate::terrain_args::{TerrainArgs, parse_size};
+use crate::terrain_args::{TerrainArgs, parse_positive, parse_size};
 use anyhow::{Context, bail};
 use clap::Args;
 use glam::Vec3;
@@ -36,7 +36,7 @@ pub struct BenchArgs {
     #[arg(long = "algo")]
     pub algos: Vec<String>,
     /// Projected error bound in pixels.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_positive)]
     pub pixel_error: f32,
     /// Frames of the default path (at most a million: every frame keeps its figures).
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -223,12 +223,6 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let names: Vec<&str> = entries.iter().map(|entry| entry.name).collect();
     args.algorithm.refuse_unread(&names, false)?;
     check_outputs(args)?;
-    if !(args.pixel_error.is_finite() && args.pixel_error > 0.0) {
-        bail!(
-            "--pixel-error {} must be finite and greater than 0",
-            args.pixel_error
-        );
-    }
     // `--algo streamed` alone over an imported directory streams it through the tile
     // cache; any other run loads the directory's finest level whole, as for a file.
     let streamed_dir = args

@@ -111,6 +111,14 @@ fn one_line(error: &anyhow::Error) -> String {
         if line == text || line.ends_with(&format!(": {text}")) {
             continue;
         }
+        // `path: reason` under a context that ends with the path ("writing x.obj") says
+        // the path once.
+        let text = match text.split_once(": ") {
+            Some((path, reason)) if line == path || line.ends_with(&format!(" {path}")) => {
+                reason.to_owned()
+            }
+            _ => text,
+        };
         if !line.is_empty() {
             line.push_str(": ");
         }
@@ -142,5 +150,18 @@ mod tests {
         // A cause that only looks like the line's tail is kept.
         let tail = anyhow::anyhow!("1").context("reading tile 1");
         assert_eq!(super::one_line(&tail), "reading tile 1: 1");
+        // A context that names the file the error names: the path once.
+        let write = anyhow::Error::new(terralod_core::io::WriteError {
+            path: "out/x.obj".into(),
+            problem: terralod_core::io::WriteProblem::Interrupted,
+        })
+        .context("writing out/x.obj");
+        assert_eq!(
+            super::one_line(&write),
+            "writing out/x.obj: interrupted: nothing written"
+        );
+        // Not when the context only ends with a longer name.
+        let other = anyhow::anyhow!("x.obj: gone").context("writing out/x.obj");
+        assert_eq!(super::one_line(&other), "writing out/x.obj: x.obj: gone");
     }
 }

@@ -18,8 +18,9 @@ use terralod_core::pyramid::Pyramid;
 fn table(field: &Heightfield, pyramid: &Pyramid) {
     let samples = field.len() as f64;
     for entry in REGISTRY {
-        let mut algorithm =
-            (entry.build)(field, pyramid, &LodOptions::default()).expect("the registry builds it");
+        let mut algorithm = entry
+            .build(field, pyramid, &LodOptions::default())
+            .expect("the registry builds it");
         for (name, camera) in cameras() {
             // Full detail: every sample; after culling only: the smallest tolerance (every
             // node refines to the leaves) with culling.
@@ -41,12 +42,13 @@ fn table(field: &Heightfield, pyramid: &Pyramid) {
                 );
             }
             let aware = View::screen(camera, 1.0).expect("valid");
-            let mut angle_aware = (entry.build)(
-                field,
-                pyramid,
-                &LodOptions::default().with_view_angle_aware(true),
-            )
-            .expect("the registry builds it");
+            let mut angle_aware = entry
+                .build(
+                    field,
+                    pyramid,
+                    &LodOptions::default().with_view_angle_aware(true),
+                )
+                .expect("the registry builds it");
             row += &format!(
                 ", τ 1 view-angle-aware: {}",
                 angle_aware.select(&aware).triangle_count()
@@ -70,7 +72,8 @@ fn lod_select(c: &mut Criterion) {
     table(&field, &pyramid);
     let mut group = c.benchmark_group("lod_select_gcanyon_1080p_1px");
     for entry in REGISTRY {
-        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+        let mut algorithm = entry
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         for (name, camera) in cameras() {
             let view = View::screen(camera, 1.0).expect("valid");
@@ -139,8 +142,9 @@ fn view_independent(c: &mut Criterion) {
     let mut group = c.benchmark_group("view_independent_gcanyon");
     group.sample_size(10);
     for entry in REGISTRY {
-        let mut algorithm =
-            (entry.build)(&field, &pyramid, &options).expect("the registry builds it");
+        let mut algorithm = entry
+            .build(&field, &pyramid, &options)
+            .expect("the registry builds it");
         if !algorithm.error_bounded() {
             continue;
         }

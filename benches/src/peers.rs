@@ -252,7 +252,7 @@ pub fn build_algorithm<'a>(
             })?;
     // The comparison selects world-error views only.
     let options = LodOptions::default().with_world_error_only(true);
-    Ok((entry.build)(field, pyramid, &options)?)
+    Ok(entry.build(field, pyramid, &options)?)
 }
 
 /// Measured vertical error of `mesh` over every sample of `field` (the testkit oracle).

@@ -29,7 +29,8 @@ fn view_independent_meshes_stay_within_the_requested_error_and_compare_with_mart
     let heights = world_heights(&field);
     let mut martini = MartiniTerrain::new(&field, &heights).expect("129 = 2^7 + 1");
     for entry in REGISTRY {
-        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+        let mut algorithm = entry
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         if !algorithm.error_bounded() {
             eprintln!(

@@ -358,7 +358,9 @@ fn compare(
         // World-error views only: an algorithm may leave out what only screen views read.
         let options = LodOptions::default().with_world_error_only(true);
         let (build_time, mut algorithm) = median_time(runs, || {
-            (entry.build)(field, &pyramid, &options).expect("the registry builds it")
+            entry
+                .build(field, &pyramid, &options)
+                .expect("the registry builds it")
         });
         // The pyramid is charged to the algorithms that read it.
         let prepare = if entry.uses_pyramid {

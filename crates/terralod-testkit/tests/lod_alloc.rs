@@ -81,7 +81,8 @@ fn a_warmed_up_frame_allocates_nothing() {
     views.push(View::world_error(2.0).expect("valid"));
     // Not trivially empty: the test would prove nothing on empty selections.
     for entry in REGISTRY {
-        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+        let mut algorithm = entry
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         let mut triangles = 0;
         for view in &views {
@@ -123,7 +124,8 @@ fn a_warmed_up_frame_allocates_nothing() {
     assert_eq!(count, 0, "adaptive with detail: {count} allocations");
     // The counter works: a fresh algorithm allocates in its first frames.
     let fresh = allocations(|| {
-        let mut algorithm = (REGISTRY[0].build)(&field, &pyramid, &LodOptions::default())
+        let mut algorithm = REGISTRY[0]
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         std::hint::black_box(algorithm.select(&views[0]).triangle_count());
     });

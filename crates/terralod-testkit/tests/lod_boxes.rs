@@ -24,7 +24,7 @@ proptest! {
         let view = View::screen(camera, pixels).unwrap();
         let mapping = field.mapping();
         for entry in REGISTRY {
-            let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+            let mut algorithm = entry.build(&field, &pyramid, &LodOptions::default())
 .expect("the registry builds it");
             let mesh = algorithm.select(&view).to_mesh(&field);
             let mut boxes = Vec::new();

@@ -29,7 +29,9 @@ fn select_mesh(
     options: &LodOptions,
     view: &View,
 ) -> (GridMesh, bool) {
-    let mut algorithm = (entry.build)(field, pyramid, options).expect("the registry builds it");
+    let mut algorithm = entry
+        .build(field, pyramid, options)
+        .expect("the registry builds it");
     let bounded = algorithm.error_bounded();
     (algorithm.select(view).to_mesh(field), bounded)
 }
@@ -184,9 +186,9 @@ proptest! {
             for cull in [true, false] {
                 let view = view.with_cull(cull);
                 let options = LodOptions::default();
-                let mut first = (entry.build)(&field, &pyramid, &options)
+                let mut first = entry.build(&field, &pyramid, &options)
 .expect("the registry builds it");
-                let mut second = (entry.build)(&field, &pyramid, &options)
+                let mut second = entry.build(&field, &pyramid, &options)
 .expect("the registry builds it");
                 let a = indices(&first.select(&view));
                 // State carried across frames must not change the result.
@@ -279,7 +281,7 @@ proptest! {
         let coarse = View::screen(camera, tolerance).expect("valid view");
         let fine = coarse.with_tolerance(tolerance * factor).expect("valid tolerance");
         for entry in REGISTRY {
-            let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+            let mut algorithm = entry.build(&field, &pyramid, &LodOptions::default())
 .expect("the registry builds it");
             if !algorithm.error_bounded() {
                 continue; // τ does not drive it
@@ -327,7 +329,7 @@ proptest! {
         ];
         for entry in REGISTRY {
             for view in &views {
-                let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+                let mut algorithm = entry.build(&field, &pyramid, &LodOptions::default())
 .expect("the registry builds it");
                 if !algorithm.error_bounded() {
                     continue; // roughness does not drive it

@@ -91,8 +91,9 @@ fn view_dependent_on_real_data() {
         for (i, camera) in cameras().iter().enumerate() {
             let tau = [1.0f32, 4.0, 2.0, 1.0, 8.0][i];
             let options = LodOptions::default().with_view_angle_aware(i % 2 == 1);
-            let mut algorithm =
-                (entry.build)(&field, &pyramid, &options).expect("the registry builds it");
+            let mut algorithm = entry
+                .build(&field, &pyramid, &options)
+                .expect("the registry builds it");
             let view = View::screen(*camera, tau).expect("valid view");
             let mesh = algorithm.select(&view).to_mesh(&field);
             check_mesh(&mesh, None).assert_ok();
@@ -123,7 +124,8 @@ fn view_independent_on_real_data() {
     let pyramid = Pyramid::build(&field);
     let (lo, hi) = field.world_range();
     for entry in REGISTRY {
-        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+        let mut algorithm = entry
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         let mut previous = 0;
         for max_error in [80.0f32, 25.0] {
@@ -199,7 +201,8 @@ fn grand_canyon_at_one_pixel() {
         ),
     ];
     for entry in REGISTRY {
-        let mut algorithm = (entry.build)(&field, &pyramid, &LodOptions::default())
+        let mut algorithm = entry
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         for (i, camera) in cameras.iter().enumerate() {
             let view = View::screen(*camera, 1.0).expect("valid view");

@@ -148,8 +148,9 @@ fn chunked_on_the_grand_canyon() {
             ..ChunkedOptions::DEFAULT
         });
         let started = Instant::now();
-        let mut lod =
-            (chunked_entry.build)(&field, &pyramid, &options).expect("the registry builds it");
+        let mut lod = chunked_entry
+            .build(&field, &pyramid, &options)
+            .expect("the registry builds it");
         let build = started.elapsed();
         let (median, max, triangles, visited) = fly(lod.as_mut(), &flight);
         println!(
@@ -162,23 +163,26 @@ fn chunked_on_the_grand_canyon() {
         );
     }
     let started = Instant::now();
-    let mut aware = (chunked_entry.build)(
-        &field,
-        &pyramid,
-        &chunked(ChunkedOptions {
-            error_aware: true,
-            ..ChunkedOptions::DEFAULT
-        }),
-    )
-    .expect("the registry builds it");
+    let mut aware = chunked_entry
+        .build(
+            &field,
+            &pyramid,
+            &chunked(ChunkedOptions {
+                error_aware: true,
+                ..ChunkedOptions::DEFAULT
+            }),
+        )
+        .expect("the registry builds it");
     println!("error-aware build (error bounds) {:?}", started.elapsed());
     let (median, max, triangles, _) = fly(aware.as_mut(), &flight);
     println!(
         "path, error-aware 1 px: select median {median:?} max {max:?}, up to {triangles} triangles"
     );
-    let mut distance = (chunked_entry.build)(&field, &pyramid, &LodOptions::default())
+    let mut distance = chunked_entry
+        .build(&field, &pyramid, &LodOptions::default())
         .expect("the registry builds it");
-    let mut quadtree = (entry("quadtree").build)(&field, &pyramid, &LodOptions::default())
+    let mut quadtree = entry("quadtree")
+        .build(&field, &pyramid, &LodOptions::default())
         .expect("the registry builds it");
     for (name, camera) in bench_cameras() {
         let measured = |lod: &mut dyn LodAlgorithm, pixels: f32| {
@@ -247,7 +251,8 @@ fn chunked_scaling() {
     for side in [4097u32, 16385] {
         let field = synthetic(side, 60.0);
         let pyramid = Pyramid::build(&field);
-        let mut lod = (entry.build)(&field, &pyramid, &LodOptions::default())
+        let mut lod = entry
+            .build(&field, &pyramid, &LodOptions::default())
             .expect("the registry builds it");
         for far in [VIEW_DISTANCE, 1.0e6] {
             let flight = path_to(245_760.0, 245_760.0, 200, far);
@@ -271,8 +276,9 @@ fn chunked_select_loop() {
         .iter()
         .find(|e| e.name == "chunked")
         .expect("registered");
-    let mut lod =
-        (entry.build)(&field, &pyramid, &LodOptions::default()).expect("the registry builds it");
+    let mut lod = entry
+        .build(&field, &pyramid, &LodOptions::default())
+        .expect("the registry builds it");
     let flight = path(245_760.0, 122_880.0, 200);
     let started = Instant::now();
     let mut medians = Vec::new();
@@ -308,7 +314,9 @@ fn chunked_popping_against_camera_speed() {
             lod_distance,
             ..ChunkedOptions::DEFAULT
         });
-        let mut lod = (entry.build)(&field, &pyramid, &options).expect("the registry builds it");
+        let mut lod = entry
+            .build(&field, &pyramid, &options)
+            .expect("the registry builds it");
         for frames in [200usize, 2_000] {
             let flight = path(245_760.0, 122_880.0, frames);
             let mut worst = Vec::new();

@@ -97,7 +97,7 @@ pub fn build_algorithm<'a>(
                 detail,
             )?))
         }
-        _ => Ok((entry.build)(field, pyramid, options)?),
+        _ => Ok(entry.build(field, pyramid, options)?),
     }
 }
 

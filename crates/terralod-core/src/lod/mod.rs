@@ -818,7 +818,23 @@ pub struct AlgorithmEntry {
     /// Whether `build` reads the shared [`Pyramid`]: benchmarks charge its build time and
     /// memory only to the algorithms that use it.
     pub uses_pyramid: bool,
-    pub build: BuildFn,
+    /// The algorithm's own constructor; [`AlgorithmEntry::build`] checks what every
+    /// algorithm needs first.
+    construct: BuildFn,
+}
+
+impl AlgorithmEntry {
+    /// Builds the algorithm over `field`, refusing a grid beyond `u32` indices (every
+    /// algorithm draws through them) and whatever the algorithm itself cannot take.
+    pub fn build<'a>(
+        &self,
+        field: &'a Heightfield,
+        pyramid: &'a Pyramid,
+        options: &LodOptions,
+    ) -> Result<Box<dyn LodAlgorithm + 'a>, BuildError> {
+        check_indices(field.width(), field.height())?;
+        (self.construct)(field, pyramid, options)
+    }
 }
 
 impl std::fmt::Debug for AlgorithmEntry {
@@ -839,8 +855,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
         uses_pyramid: true,
-        build: |field, pyramid, options| {
-            check_indices(field.width(), field.height())?;
+        construct: |field, pyramid, options| {
             Ok(Box::new(QuadtreeLod::new(field, pyramid, *options)))
         },
     },
@@ -851,8 +866,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "neighbours differ by at most one level; the finer block draws the \
                          seam variant that matches its coarser neighbour's edge",
         uses_pyramid: true,
-        build: |field, pyramid, options| {
-            check_indices(field.width(), field.height())?;
+        construct: |field, pyramid, options| {
             Ok(Box::new(ChunkedLod::new(field, pyramid, *options)))
         },
     },
@@ -863,8 +877,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "enabling a vertex enables both squares sharing it, enabling a \
                      sub-square its parent's edge vertices at its corners",
         uses_pyramid: true,
-        build: |field, pyramid, options| {
-            check_indices(field.width(), field.height())?;
+        construct: |field, pyramid, options| {
             Ok(Box::new(AdaptiveLod::new(field, pyramid, *options)))
         },
     },
@@ -876,8 +889,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "balanced quadtree (neighbours within one level), seams of the shared \
                      stitched patch, the coarse variant against a coarser neighbour",
         uses_pyramid: true,
-        build: |field, pyramid, options| {
-            check_indices(field.width(), field.height())?;
+        construct: |field, pyramid, options| {
             Ok(Box::new(PatchesLod::try_new(
                 field,
                 pyramid,
@@ -892,8 +904,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a diamond's two triangles split together, and errors and boxes grow \
                      towards the root, so a split never lacks its parents (a conforming mesh)",
         uses_pyramid: false,
-        build: |field, _pyramid, options| {
-            check_indices(field.width(), field.height())?;
+        construct: |field, _pyramid, options| {
             let side = field.padded_side();
             if side > bintree::MAX_PADDED_SIDE {
                 return Err(BuildError::BintreeTooLarge {
@@ -913,8 +924,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "restricted quadtree (forced splits of coarser neighbours when their \
                      tiles are resident), stitched seams against a one-level-coarser neighbour",
         uses_pyramid: false,
-        build: |field, _pyramid, options| {
-            check_indices(field.width(), field.height())?;
+        construct: |field, _pyramid, options| {
             Ok(Box::new(StreamedLod::new(
                 crate::tiles::MemoryTiles::for_field(field),
                 *options,
@@ -960,17 +970,21 @@ mod tests {
             .expect("valid field");
         let pyramid = Pyramid::build(&thin);
         let bintree = find("bintree").expect("registered");
-        let refused = (bintree.build)(&thin, &pyramid, &LodOptions::default());
+        let refused = bintree.build(&thin, &pyramid, &LodOptions::default());
         assert!(matches!(refused, Err(BuildError::BintreeTooLarge { .. })));
         let small = field(33);
         let pyramid = Pyramid::build(&small);
         let mut options = LodOptions::default();
         options.patches.pool_capacity = u32::MAX;
         let patches = find("patches").expect("registered");
-        let refused = (patches.build)(&small, &pyramid, &options);
+        let refused = patches.build(&small, &pyramid, &options);
         assert!(matches!(refused, Err(BuildError::Pool(_))));
         for entry in REGISTRY {
-            assert!((entry.build)(&small, &pyramid, &LodOptions::default()).is_ok());
+            assert!(
+                entry
+                    .build(&small, &pyramid, &LodOptions::default())
+                    .is_ok()
+            );
         }
     }
 
@@ -984,7 +998,8 @@ mod tests {
         let mut checked = 0;
         for entry in REGISTRY.iter().filter(|e| !e.uses_pyramid) {
             let mesh = |pyramid: &Pyramid| {
-                let mut algorithm = (entry.build)(&terrain, pyramid, &LodOptions::default())
+                let mut algorithm = entry
+                    .build(&terrain, pyramid, &LodOptions::default())
                     .expect("the registry builds it");
                 algorithm.select(&view).to_mesh(&terrain)
             };

@@ -1,6 +1,7 @@
 //! Algorithm A along the low flight of `benches/lod.rs` (64 frames, 10 m apart unless the
 //! second argument says otherwise, τ = 1 px, 1920 × 1080): per-frame time of the next frame
 //! (state carried) and of a selection from scratch (state reset), and of Update() alone,
+//! and of the same view selected again (Update() finds nothing due: Render() alone),
 //! with the sparse tree built for the build tolerance of the third argument (metres,
 //! default 0), and with a local detail when the fourth says `u16` or `f32`: 1025 × 1025
 //! samples 15 m apart (4 × finer) around the flight's start, the terrain's own surface
@@ -94,6 +95,16 @@ fn main() {
     };
     let (next, triangles, next_visits) = time(&mut lod, false, false);
     let (next_update, ..) = time(&mut lod, false, true);
+    // Render() alone: the same view selected again (Update() finds nothing due).
+    let mut render_time = std::time::Duration::ZERO;
+    for i in 0..frames {
+        let view = &views[i % views.len()];
+        lod.select(view);
+        let started = Instant::now();
+        lod.select(view);
+        render_time += started.elapsed();
+    }
+    let render = render_time.as_secs_f64() * 1e3 / frames as f64;
     let (scratch, _, scratch_visits) = time(&mut lod, true, false);
     let (scratch_update, ..) = time(&mut lod, true, true);
     println!(
@@ -104,7 +115,8 @@ fn main() {
         scratch / next,
     );
     println!(
-        "  update ratio {:.2}, squares evaluated per frame: next {next_visits}, scratch {scratch_visits}",
+        "  update ratio {:.2}, squares evaluated per frame: next {next_visits}, scratch {scratch_visits}; \
+         the same view again (Render() alone) {render:.2} ms",
         scratch_update / next_update
     );
 }

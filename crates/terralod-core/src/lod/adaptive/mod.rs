@@ -670,13 +670,12 @@ impl<'a> AdaptiveLod<'a> {
 
     /// Clears the state of the enabled square `id` and its enabled descendants.
     fn clear_subtree(&mut self, id: u32) {
+        let children = update::enabled_children(self.state[id as usize]);
         self.state[id as usize] = 0;
-        if self.tree.has_children(id) {
+        if children != 0 {
             let first = self.tree.first_child(id);
-            for child in first..first + 4 {
-                if self.state[child as usize] & ENABLED != 0 {
-                    self.clear_subtree(child);
-                }
+            for k in (0..4).filter(|k| children & 1 << k != 0) {
+                self.clear_subtree(first + k);
             }
         }
     }

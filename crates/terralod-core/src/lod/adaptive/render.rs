@@ -43,7 +43,7 @@
 
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
 use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
-use super::update::ENABLED;
+use super::update::enabled_children;
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
@@ -157,6 +157,16 @@ impl Morpher<'_> {
         base + ramp.max(least) * r
     }
 }
+
+/// Per side (east, south, north, west): the edge vertex's offset from the square's
+/// north-west corner in half sides, and the corners (north-west, north-east, south-west,
+/// south-east) at the ends of its edge.
+const SIDE_VERTICES: [((u32, u32), (usize, usize)); 4] = [
+    ((2, 1), (1, 3)),
+    ((1, 2), (2, 3)),
+    ((1, 0), (0, 1)),
+    ((0, 1), (0, 2)),
+];
 
 /// The four edges of a square in fan order (counter-clockwise seen from above, as
 /// algorithm Q's fans): the side, and the quadrants of its first and second half.
@@ -334,18 +344,11 @@ impl AdaptiveLod<'_> {
         let sides_enabled: [bool; 4] =
             std::array::from_fn(|side| self.mid_enabled(sq, side, Some(around)));
         let mut mids = [None; 4];
-        for (side, (vertex, ends)) in [
-            (at(size, half), (1, 3)),
-            (at(half, size), (2, 3)),
-            (at(half, 0), (0, 1)),
-            (at(0, half), (0, 2)),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (side, &((hx, hz), ends)) in SIDE_VERTICES.iter().enumerate() {
             if !sides_enabled[side] {
                 continue;
             }
+            let vertex = at(hx * half, hz * half);
             let base = 0.5 * (corners[ends.0] + corners[ends.1]);
             let sample = self.mid_height(sq, side, around);
             // The neighbour's record only when the vertex morphs at all (a cache miss).
@@ -374,15 +377,10 @@ impl AdaptiveLod<'_> {
             self.push_morph(out, vertex, sample, height);
             mids[side] = Some(height);
         }
-        let mut enabled_children = 0u32;
-        if self.tree.has_children(sq.id) {
+        let enabled_children = enabled_children(self.state[sq.id as usize]);
+        if enabled_children != 0 {
             let first = self.tree.first_child(sq.id);
-            for k in 0..4 {
-                let cid = (first + k) as usize;
-                if self.tree.records[cid].is_outside() || self.state[cid] & ENABLED == 0 {
-                    continue;
-                }
-                enabled_children |= 1 << k;
+            for k in (0..4).filter(|k| enabled_children & 1 << k != 0) {
                 // An enabled child's two edge vertices on this square's sides are on.
                 let m = |side: usize| mids[side].unwrap_or(centre_h);
                 let child_corners = match k {

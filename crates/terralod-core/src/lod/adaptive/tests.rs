@@ -2,7 +2,7 @@
 //! state equal to a fresh instance's for the same view.
 
 use super::records::{EAST, SOUTH};
-use super::update::{ENABLED, mid_bit, parent_sides, ref_count};
+use super::update::{ENABLED, enabled_children, mid_bit, parent_sides, ref_count};
 use super::*;
 use crate::camera::Camera;
 use crate::heightfield::GridPos;
@@ -83,6 +83,15 @@ fn check_invariants(lod: &AdaptiveLod<'_>) {
                 assert_ne!(n, tree::ABSENT, "an enabled vertex that cannot be drawn");
             }
         }
+        let children = if word & ENABLED != 0 && tree.has_children(sq.id) {
+            let first = tree.first_child(sq.id);
+            (0..4)
+                .filter(|&k| lod.state[(first + k) as usize] & ENABLED != 0)
+                .fold(0, |bits, k| bits | 1 << k)
+        } else {
+            0
+        };
+        assert_eq!(enabled_children(word), children, "the sub-square bits");
         if word & ENABLED == 0 || sq.level == 0 {
             continue;
         }

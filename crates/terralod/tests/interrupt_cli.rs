@@ -44,6 +44,13 @@ fn signal_when(mut child: Child, signal: &str, what: &str, appeared: impl Fn() -
     output
 }
 
+/// The run said `says` on stderr and left nothing in `dir`.
+fn assert_taken_back(output: &Output, says: &str, dir: &Path) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(says), "{stderr}");
+    assert_eq!(names_in(dir), Vec::<String>::new());
+}
+
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("readable")
@@ -73,9 +80,7 @@ fn an_interrupted_write_leaves_no_temporary_file() {
     let output = signal_when(child, "-TERM", "the temporary file", || {
         has_temporary(dir.path())
     });
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    assert_eq!(names_in(dir.path()), Vec::<String>::new());
+    assert_taken_back(&output, "interrupted", dir.path());
 }
 
 /// An import interrupted after its first tiles: the directory it made is removed.
@@ -96,9 +101,7 @@ fn an_interrupted_import_takes_back_its_tiles() {
     let output = signal_when(child, "-INT", "a tile", || {
         std::fs::read_dir(&level0).is_ok_and(|mut tiles| tiles.next().is_some())
     });
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("taken back"), "{stderr}");
-    assert_eq!(names_in(dir.path()), Vec::<String>::new());
+    assert_taken_back(&output, "taken back", dir.path());
 }
 
 /// A camera walk writing one mesh per frame, interrupted after its first frame: every
@@ -132,9 +135,7 @@ fn an_interrupted_walk_takes_back_its_frames() {
     let output = signal_when(child, "-TERM", "a frame", || {
         names_in(&frames).iter().any(|name| name.ends_with(".obj"))
     });
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    assert_eq!(names_in(&frames), Vec::<String>::new());
+    assert_taken_back(&output, "interrupted", &frames);
 }
 
 /// Interrupted before anything is written (while generating), the run ends at once.
@@ -158,7 +159,5 @@ fn an_interrupt_with_nothing_written_ends_the_run_at_once() {
         "ended {:?} after the signal",
         started.elapsed()
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    assert_eq!(names_in(dir.path()), Vec::<String>::new());
+    assert_taken_back(&output, "interrupted", dir.path());
 }

@@ -938,7 +938,9 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
         let output = terralod(&args);
         let message = String::from_utf8_lossy(&output.stderr).into_owned();
         assert_eq!(output.status.code(), Some(1), "{message}");
-        assert!(message.contains("(frame 3)"), "{message}");
+        assert!(message.contains("frame 3: writing "), "{message}");
+        // The file's path once (the writer's own "path: reason" is not repeated).
+        assert_eq!(message.matches("m.obj").count(), 1, "{message}");
         assert!(written().is_empty(), "{:?} left", written());
     }
 }

@@ -258,13 +258,16 @@ impl Walk<'_> {
             return Ok(());
         };
         // From the first frame on, an interruption takes the walk's frames back.
-        if files.output.get().is_none() {
-            let _ = files.output.set(Output::begin()?);
+        match files.output.get() {
+            Some(output) => output.check()?,
+            None => {
+                let _ = files.output.set(Output::begin()?);
+            }
         }
-        files.output.get().map_or(Ok(()), Output::check)?;
         let path = files.path(frame);
+        // The path last, so the writer's own "path: reason" is not read twice.
         write_mesh(&path, files.format, mesh, mapping)
-            .with_context(|| format!("writing {} (frame {frame})", path.display()))?;
+            .with_context(|| format!("frame {frame}: writing {}", path.display()))?;
         files.written.borrow_mut().push(path);
         Ok(())
     }

@@ -54,8 +54,8 @@
 //!
 //! # Incremental updates (A4) and determinism
 //!
-//! The state (flags and reference counts, one `u32` per pool slot, and a deadline) is kept
-//! across frames. Update() runs in two passes:
+//! The state (flags, reference counts and which sub-squares are enabled, one `u32` per
+//! pool slot, and a deadline) is kept across frames. Update() runs in two passes:
 //!
 //! 1. *Enable*: every enabled square whose deadline has passed is evaluated (the ones
 //!    enabled during the pass too, parents before children), enabling what its tests want.

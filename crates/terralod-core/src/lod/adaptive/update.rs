@@ -25,8 +25,8 @@ const REF_MASK: u32 = 0b111;
 /// In this frame's candidates of the disable pass.
 const CANDIDATE: u32 = 1 << 23;
 /// Which of the four sub-squares are enabled (bit `k`: quadrant `k`), so the walks skip
-/// a leaf's child block without touching it (two cache misses per enabled leaf, most of
-/// the enabled squares).
+/// a leaf's child block without touching it (its records and state words: two cache
+/// lines).
 const CHILDREN_SHIFT: u32 = 24;
 
 /// The quadrants of the enabled sub-squares of a square with state `word`, as bits.

@@ -78,6 +78,7 @@ fn main() {
         let started = Instant::now();
         let mut triangles = 0;
         let mut visits = 0;
+        let mut reuse = (0, 0);
         for i in 0..frames {
             if reset {
                 lod.reset();
@@ -88,12 +89,15 @@ fn main() {
             } else {
                 triangles += lod.select(view).triangle_count();
                 visits += lod.stats().nodes_visited;
+                let (reused, walked) = lod.render_reuse();
+                reuse = (reuse.0 + reused, reuse.1 + walked);
             }
         }
         let ms = started.elapsed().as_secs_f64() * 1e3 / frames as f64;
-        (ms, triangles / frames, visits / frames as u64)
+        let reused = reuse.0 as f64 / reuse.1.max(1) as f64;
+        (ms, triangles / frames, visits / frames as u64, reused)
     };
-    let (next, triangles, next_visits) = time(&mut lod, false, false);
+    let (next, triangles, next_visits, next_reused) = time(&mut lod, false, false);
     let (next_update, ..) = time(&mut lod, false, true);
     // Render() alone: the same view selected again (Update() finds nothing due).
     let mut render_time = std::time::Duration::ZERO;
@@ -105,7 +109,7 @@ fn main() {
         render_time += started.elapsed();
     }
     let render = render_time.as_secs_f64() * 1e3 / frames as f64;
-    let (scratch, _, scratch_visits) = time(&mut lod, true, false);
+    let (scratch, _, scratch_visits, _) = time(&mut lod, true, false);
     let (scratch_update, ..) = time(&mut lod, true, true);
     println!(
         "{frames} frames {step} m apart, {triangles} triangles, {} squares enabled: next frame {next:.2} ms \
@@ -118,6 +122,12 @@ fn main() {
         "  update ratio {:.2}, squares evaluated per frame: next {next_visits}, scratch {scratch_visits}; \
          the same view again (Render() alone) {render:.2} ms",
         scratch_update / next_update
+    );
+    println!(
+        "  Render() replayed the recorded walks of {:.1} % of the squares it drew on the next \
+         frame; its recorded walks and buffers hold {:.1} MB",
+        100.0 * next_reused,
+        lod.render_bytes() as f64 / 1e6,
     );
 }
 

@@ -75,8 +75,9 @@
 //! level), so the finest-first disable pass leaves exactly the least closed set that holds
 //! every passing test, whatever the state before: the incremental mesh equals the mesh of
 //! a fresh instance for the same view, triangle for triangle. The cost of an update
-//! follows the squares whose answers may have changed (Render() still follows the
-//! output).
+//! follows the squares whose answers may have changed. Render() follows the output, but
+//! replays the walks of the subtrees whose state it read did not change (`recorded`):
+//! their triangles are copied, only their geomorphed heights are computed again.
 
 //! # Sparse storage and the build tolerance (A5)
 //!
@@ -115,6 +116,7 @@
 //! nothing itself, so exactly the extent rectangle is drawn.
 
 mod detail;
+mod recorded;
 mod records;
 mod render;
 use render::{Emitted, RenderBuffers};
@@ -627,6 +629,17 @@ impl<'a> AdaptiveLod<'a> {
     /// Number of enabled squares.
     pub fn enabled_squares(&self) -> usize {
         self.enabled
+    }
+
+    /// Of the squares the last Render() walked (see `recorded`): how many came from a
+    /// walk of an earlier frame replayed, and how many in all.
+    pub fn render_reuse(&self) -> (usize, usize) {
+        self.render_buffers.reused
+    }
+
+    /// Bytes Render() keeps across frames: its recorded walks and their output buffers.
+    pub fn render_bytes(&self) -> usize {
+        self.render_buffers.bytes()
     }
 
     /// Bytes of one pool slot of a 16-bit source: its static record, its three vertex

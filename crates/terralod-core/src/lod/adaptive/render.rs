@@ -41,9 +41,10 @@
 //! slope), and, at steps where the view changes much between frames, what the previous
 //! frame's surface lacked for this one.
 
+use super::recorded::{CORNER_SLOTS, RecordedWalk, VertexKind};
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
 use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
-use super::update::enabled_children;
+use super::update::{enabled_children, mid_bit};
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
@@ -75,7 +76,7 @@ pub(super) struct Projected {
 
 impl Projected {
     /// For a frame without morphing (never asked).
-    const UNUSED: Projected = Projected {
+    pub(super) const UNUSED: Projected = Projected {
         unit: None,
         factor: 0.0,
     };
@@ -88,7 +89,7 @@ const RAMP_END: f32 = 2.0;
 impl Morpher<'_> {
     /// The projection of a unit error over `aabb`.
     #[inline(always)]
-    fn project(&self, aabb: &Aabb) -> Projected {
+    pub(super) fn project(&self, aabb: &Aabb) -> Projected {
         let unit = self.view.unit_projection(aabb, self.view_angle_aware);
         Projected {
             unit,
@@ -105,7 +106,7 @@ impl Morpher<'_> {
     /// The drawn height of a vertex with sample height `h` on a coarse edge at height
     /// `base`, tested with error `own.1` by the square whose box projects as `own.0`, and
     /// by the square `other` gives, if any (asked only when `own` leaves it open).
-    fn height(
+    pub(super) fn height(
         &self,
         h: f32,
         base: f32,
@@ -174,7 +175,7 @@ const EDGES: [(usize, u32, u32); 4] = [(WEST, 0, 2), (SOUTH, 2, 3), (EAST, 3, 1)
 
 /// What Render() emits: triangles, morphed heights and the boxes of the squares that drew
 /// triangles (grown to their drawn heights, which geomorphing can move out of the stored
-/// box). One for the whole selection, one per subtree walked in parallel.
+/// box).
 #[derive(Debug, Default)]
 pub(super) struct Emitted {
     pub indices: Vec<u32>,
@@ -190,54 +191,97 @@ impl Emitted {
         self.drawn.clear();
         self.nodes_drawn = 0;
     }
-
-    fn append(&mut self, other: &Emitted) {
-        self.indices.extend_from_slice(&other.indices);
-        self.morphs.extend_from_slice(&other.morphs);
-        self.drawn.extend_from_slice(&other.drawn);
-        self.nodes_drawn += other.nodes_drawn;
-    }
 }
 
-/// Depth at which the walk hands subtrees to rayon: up to `4^d` of them (256), enough for
-/// it to balance a view that sees one corner of the terrain, few enough that gathering
-/// their output costs little.
-const PARALLEL_DEPTH: u32 = 4;
+/// Levels from the subtrees whose walks are recorded and reused (and walked in parallel)
+/// down to the finest: small enough that Update()'s changes of a frame leave most of
+/// them alone (85 % of the squares replayed on the bench flight, 29 % with subtrees
+/// three levels taller), large enough that the walk above them is short.
+const SUBTREE_LEVELS: usize = 4;
+
+/// The deepest level of those subtrees: at most `4^7` positions, so a tree grown deep
+/// by local detail keeps the positions' table small.
+const MAX_SUBTREE_DEPTH: usize = 7;
 
 /// Enabled squares from which the subtrees are walked in parallel. Below, rayon's
 /// overhead outweighs the walk; above, its job queue allocates a block of job slots once
 /// every few dozen frames (the only allocation of a warmed-up frame, amortised to none).
 pub(super) const PARALLEL_SQUARES: usize = 16_384;
 
-/// A subtree left for the parallel part of the walk: its root square, neighbours, drawn
-/// corner heights, and the frustum its box still has to be tested against.
+/// A subtree left for the second part of the walk: its root square, neighbours, the
+/// height slots of its corners in the walk above, and whether its box still has to be
+/// tested against the frustum (else it lies wholly inside).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Subtree {
+struct Subtree {
     sq: Sq,
     around: [u32; 4],
-    corners: [f32; 4],
-    /// Whether the box must still be tested (else it lies wholly inside the frustum).
+    corners: [u32; 4],
     cull: bool,
 }
 
-/// Where the walk stops to leave subtrees for the parallel part (`None`: it walks all).
+/// Where the walk stops to leave subtrees for the second part (`None`: it walks all).
 struct Split<'s> {
     depth: u32,
     subtrees: &'s mut Vec<Subtree>,
 }
 
-/// Render()'s buffers, kept across frames for their capacity.
+/// `RenderBuffers::part_at` of a position never drawn.
+const NO_PART: u32 = u32::MAX;
+
+/// A subtree position's recorded walk and what its replay emits.
+#[derive(Debug, Default)]
+struct Part {
+    /// This frame's subtree there, with its corners' drawn heights (`None`: not drawn).
+    subtree: Option<(Subtree, [f32; 4])>,
+    walk: RecordedWalk,
+    /// Whether this frame replayed the walk without walking the subtree.
+    reused: bool,
+    heights: Vec<f32>,
+    emitted: Emitted,
+}
+
+/// Render()'s buffers, kept across frames: the recorded walks, and the capacity of the
+/// rest.
 #[derive(Debug, Default)]
 pub(super) struct RenderBuffers {
+    /// The walk down to the subtrees (recorded every frame) and its drawn heights.
+    top: RecordedWalk,
+    top_heights: Vec<f32>,
     subtrees: Vec<Subtree>,
-    parts: Vec<Emitted>,
+    /// One per subtree position drawn so far, in the order first drawn.
+    parts: Vec<Part>,
+    /// The part of each subtree position, `iz * 2^depth + ix` ([`NO_PART`]: none yet).
+    part_at: Vec<u32>,
+    /// Squares of the last frame whose walk was replayed, and all squares walked.
+    pub reused: (usize, usize),
+}
+
+impl RenderBuffers {
+    /// Bytes held by the recorded walks and the parts' buffers (capacity).
+    pub fn bytes(&self) -> usize {
+        let emitted = |e: &Emitted| {
+            e.indices.capacity() * size_of::<u32>()
+                + e.morphs.capacity() * size_of::<MorphedHeight>()
+                + e.drawn.capacity() * size_of::<Aabb>()
+        };
+        self.top.bytes()
+            + self.part_at.capacity() * size_of::<u32>()
+            + self.parts.capacity() * size_of::<Part>()
+            + self
+                .parts
+                .iter()
+                .map(|p| p.walk.bytes() + p.heights.capacity() * 4 + emitted(&p.emitted))
+                .sum::<usize>()
+    }
 }
 
 impl AdaptiveLod<'_> {
     /// Render(): emits the enabled squares into `out` from the root (drawn corner heights
-    /// `corners`): the squares above [`PARALLEL_DEPTH`] in one walk, the subtrees below it
-    /// in parallel, each into a part of `buffers` appended in order, so the output is the
-    /// same on any number of threads.
+    /// `corners`). The squares above the subtrees ([`SUBTREE_LEVELS`] above the finest)
+    /// are walked every frame; each subtree replays its walk of an earlier frame where that
+    /// still holds, else is walked again (in parallel above [`PARALLEL_SQUARES`]), into
+    /// its part. The parts are appended in order, so the output is the same on any number
+    /// of threads and equals a fresh walk's.
     pub(super) fn render_all(
         &self,
         out: &mut Emitted,
@@ -247,147 +291,194 @@ impl AdaptiveLod<'_> {
         corners: [f32; 4],
     ) {
         use rayon::prelude::*;
-        buffers.subtrees.clear();
+        let RenderBuffers {
+            top,
+            top_heights,
+            subtrees,
+            parts,
+            part_at,
+            reused,
+        } = buffers;
+        subtrees.clear();
+        top.begin(frustum.is_some());
+        let depth = self
+            .finest
+            .saturating_sub(SUBTREE_LEVELS)
+            .clamp(1, MAX_SUBTREE_DEPTH);
         let mut split = Split {
-            depth: PARALLEL_DEPTH,
-            subtrees: &mut buffers.subtrees,
+            depth: depth as u32,
+            subtrees,
         };
-        self.render(
-            out,
+        let root = Sq::ROOT;
+        self.record(
+            top,
             frustum,
-            morpher,
-            Sq::ROOT,
+            root,
             &[OUTSIDE; 4],
-            corners,
+            CORNER_SLOTS,
             Some(&mut split),
         );
-        let count = buffers.subtrees.len();
-        if buffers.parts.len() < count {
-            buffers.parts.resize_with(count, Emitted::default);
+        self.replay(top, corners, morpher, top_heights, out);
+        out.indices.extend_from_slice(&top.indices);
+        let positions = 1usize << (2 * depth);
+        if part_at.len() < positions {
+            part_at.resize(positions, NO_PART);
         }
-        let parts = &mut buffers.parts[..count];
-        let walk = |(part, subtree): (&mut Emitted, &Subtree)| {
-            part.clear();
+        for part in parts.iter_mut() {
+            part.subtree = None;
+        }
+        let position = |sq: Sq| ((sq.iz << depth) + sq.ix) as usize;
+        for subtree in subtrees.iter() {
+            let at = &mut part_at[position(subtree.sq)];
+            if *at == NO_PART {
+                *at = parts.len() as u32;
+                parts.push(Part::default());
+            }
+            let corners = subtree.corners.map(|slot| top_heights[slot as usize]);
+            parts[*at as usize].subtree = Some((*subtree, corners));
+        }
+        let walk = |part: &mut Part| {
+            let Some((subtree, corners)) = part.subtree else {
+                return;
+            };
             let frustum = frustum.filter(|_| subtree.cull);
-            self.render(
-                part,
-                frustum,
+            part.reused = self.walk_still_holds(&part.walk, frustum);
+            if !part.reused {
+                part.walk.begin(frustum.is_some());
+                let (sq, around) = (subtree.sq, &subtree.around);
+                self.record(&mut part.walk, frustum, sq, around, CORNER_SLOTS, None);
+            }
+            part.emitted.clear();
+            self.replay(
+                &part.walk,
+                corners,
                 morpher,
-                subtree.sq,
-                &subtree.around,
-                subtree.corners,
-                None,
+                &mut part.heights,
+                &mut part.emitted,
             );
         };
         // The same parts either way, so the same output.
         if self.enabled >= PARALLEL_SQUARES {
-            parts
-                .par_iter_mut()
-                .zip(buffers.subtrees.par_iter())
-                .for_each(walk);
+            parts.par_iter_mut().for_each(walk);
         } else {
-            parts.iter_mut().zip(buffers.subtrees.iter()).for_each(walk);
+            parts.iter_mut().for_each(walk);
         }
-        for part in parts.iter() {
-            out.append(part);
+        *reused = (0, top.squares());
+        for subtree in subtrees.iter() {
+            let part = &parts[part_at[position(subtree.sq)] as usize];
+            out.indices.extend_from_slice(&part.walk.indices);
+            out.morphs.extend_from_slice(&part.emitted.morphs);
+            out.drawn.extend_from_slice(&part.emitted.drawn);
+            out.nodes_drawn += part.emitted.nodes_drawn;
+            let squares = part.walk.squares();
+            reused.1 += squares;
+            if part.reused {
+                reused.0 += squares;
+            }
         }
     }
 
-    /// Emits the enabled square `sq` (neighbours `around`) and its enabled descendants,
-    /// drawn corner heights `corners` (north-west, north-east, south-west, south-east),
-    /// into `out`; culls whole subtrees whose box is outside `frustum`. With `split`, the
-    /// subtrees `split.depth` levels down are listed there instead of walked.
+    /// Records the walk of the enabled square `sq` (neighbours `around`) and its enabled
+    /// descendants into `walk`, its corners' heights in slots `corners` (north-west,
+    /// north-east, south-west, south-east); culls whole subtrees whose box is outside
+    /// `frustum`. With `split`, the subtrees `split.depth` levels down are listed there
+    /// instead of walked.
     #[allow(clippy::too_many_arguments)]
-    fn render(
+    fn record(
         &self,
-        out: &mut Emitted,
+        walk: &mut RecordedWalk,
         frustum: Option<&Frustum>,
-        morpher: &Morpher<'_>,
         sq: Sq,
         around: &[u32; 4],
-        corners: [f32; 4],
+        corners: [u32; 4],
         mut split: Option<&mut Split<'_>>,
     ) {
         let aabb = self.tree.aabb(sq);
         // A square wholly inside the frustum has its subtree inside.
-        let frustum = match frustum.map(|f| (f, f.classify(&aabb))) {
+        let frustum = match frustum.map(|f| (f, walk.test(f, &aabb))) {
             Some((_, Containment::Outside)) => return,
             Some((f, Containment::Intersecting)) => Some(f),
             _ => None,
         };
         let size = self.tree.levels[sq.level as usize].size;
         let half = size / 2;
-        // Drawn heights: the centre on the parent's diagonal through it, edge vertices on
-        // their edges.
         // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
         let (x0, z0) = (sq.ix * size, sq.iz * size);
         let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
-        // The projected size of a unit error over the box, for every vertex the square
-        // morphs.
-        let projected = if morpher.budget > 0.0 {
-            morpher.project(&aabb)
+        let word = walk.read(&self.state, sq.id);
+        // The centre lies on the parent's diagonal through it, edge vertices on their
+        // edges.
+        let (ends, kind) = if sq.level == 0 {
+            ([corners[0]; 2], VertexKind::Fixed)
+        } else if matches!(sq.quadrant(), 0 | 3) {
+            ([corners[0], corners[3]], VertexKind::Centre)
         } else {
-            Projected::UNUSED
+            ([corners[1], corners[2]], VertexKind::Centre)
         };
-        let centre_sample = self.tree.vertex_height(sq.id, CENTRE);
-        let centre_h = if sq.level == 0 {
-            centre_sample
-        } else {
-            let k = sq.quadrant();
-            let (a, b) = if k == 0 || k == 3 { (0, 3) } else { (1, 2) };
-            let base = 0.5 * (corners[a] + corners[b]);
-            let tested = self.tree.records[sq.id as usize].subtree_error();
-            morpher.height(centre_sample, base, (&projected, tested), || None)
-        };
-        self.push_morph(out, at(half, half), centre_sample, centre_h);
-        // Per side (east, south, north, west): the vertex and its drawn height, if enabled.
-        let sides_enabled: [bool; 4] =
-            std::array::from_fn(|side| self.mid_enabled(sq, side, Some(around)));
+        let record = &self.tree.records[sq.id as usize];
+        let centre = self.record_vertex(
+            walk,
+            at(half, half),
+            self.tree.vertex_height(sq.id, CENTRE),
+            ends,
+            record.subtree_error(),
+            kind,
+            (0.0, (0, 0)),
+        );
+        // Per side (east, south, north, west): the vertex's slot, if enabled.
         let mut mids = [None; 4];
         for (side, &((hx, hz), ends)) in SIDE_VERTICES.iter().enumerate() {
-            if !sides_enabled[side] {
+            let enabled = self
+                .owner(sq, side, Some(around))
+                .is_some_and(|(o, owned)| {
+                    let owner_word = if o.id == sq.id {
+                        word
+                    } else {
+                        walk.read(&self.state, o.id)
+                    };
+                    owner_word & mid_bit(owned) != 0
+                });
+            if !enabled {
                 continue;
             }
-            let vertex = at(hx * half, hz * half);
-            let base = 0.5 * (corners[ends.0] + corners[ends.1]);
-            let sample = self.mid_height(sq, side, around);
-            // The neighbour's record only when the vertex morphs at all (a cache miss).
-            let height = if sample == base || morpher.budget <= 0.0 {
-                sample
-            } else {
-                // Update()'s side tests of the vertex, from both its squares (the
-                // neighbour's record, a cache miss, only when this square's test leaves
-                // the height open).
-                let vertex = self.tree.stored_vertex_error(sq, side, Some(around[side]));
-                let fan = self.tree.records[sq.id as usize].fan_error();
-                let neighbour = || {
-                    (around[side] < ABSENT).then(|| {
-                        let n = sq.beside(around[side], side);
-                        let fan = self.tree.records[n.id as usize].fan_error();
-                        (morpher.project(&self.tree.aabb(n)), side_error(fan, vertex))
-                    })
-                };
-                morpher.height(
-                    sample,
-                    base,
-                    (&projected, side_error(fan, vertex)),
-                    neighbour,
+            // Update()'s side tests of the vertex, from both its squares.
+            let vertex_error = self.tree.stored_vertex_error(sq, side, Some(around[side]));
+            let n = around[side];
+            let across = if n < ABSENT {
+                let across = &self.tree.records[n as usize];
+                (
+                    side_error(across.fan_error(), vertex_error),
+                    across.box_codes(),
                 )
+            } else {
+                (0.0, (0, 0))
             };
-            self.push_morph(out, vertex, sample, height);
-            mids[side] = Some(height);
+            let kind = VertexKind::Edge {
+                side: side as u8,
+                across: n < ABSENT,
+            };
+            mids[side] = Some(self.record_vertex(
+                walk,
+                at(hx * half, hz * half),
+                self.mid_height(sq, side, around),
+                [corners[ends.0], corners[ends.1]],
+                side_error(record.fan_error(), vertex_error),
+                kind,
+                across,
+            ));
         }
-        let enabled_children = enabled_children(self.state[sq.id as usize]);
+        let square = walk.push_square(sq, aabb, centre);
+        let enabled_children = enabled_children(word);
         if enabled_children != 0 {
             let first = self.tree.first_child(sq.id);
             for k in (0..4).filter(|k| enabled_children & 1 << k != 0) {
                 // An enabled child's two edge vertices on this square's sides are on.
-                let m = |side: usize| mids[side].unwrap_or(centre_h);
+                let m = |side: usize| mids[side].unwrap_or(centre);
                 let child_corners = match k {
-                    0 => [corners[0], m(NORTH), m(WEST), centre_h],
-                    1 => [m(NORTH), corners[1], centre_h, m(EAST)],
-                    2 => [m(WEST), centre_h, corners[2], m(SOUTH)],
-                    _ => [centre_h, m(EAST), m(SOUTH), corners[3]],
+                    0 => [corners[0], m(NORTH), m(WEST), centre],
+                    1 => [m(NORTH), corners[1], centre, m(EAST)],
+                    2 => [m(WEST), centre, corners[2], m(SOUTH)],
+                    _ => [centre, m(EAST), m(SOUTH), corners[3]],
                 };
                 let child_around = self.tree.child_neighbours(first, k, around);
                 let child = sq.child(first, k);
@@ -400,15 +491,7 @@ impl AdaptiveLod<'_> {
                             cull: frustum.is_some(),
                         });
                     }
-                    split => self.render(
-                        out,
-                        frustum,
-                        morpher,
-                        child,
-                        &child_around,
-                        child_corners,
-                        split,
-                    ),
+                    split => self.record(walk, frustum, child, &child_around, child_corners, split),
                 }
             }
         }
@@ -421,7 +504,7 @@ impl AdaptiveLod<'_> {
         let stride = self.vertices.stride;
         let corner = self.vertices.index(at(0, 0));
         let (right, down) = (size, size * stride);
-        let centre = corner + half * (stride + 1);
+        let centre_index = corner + half * (stride + 1);
         // Per edge: start corner, midpoint, end corner, in fan order.
         let ends = [
             (corner, corner + half * stride, corner + down),
@@ -433,33 +516,44 @@ impl AdaptiveLod<'_> {
             ),
             (corner + right, corner + half, corner),
         ];
-        let before = out.indices.len();
+        let before = walk.indices.len();
         for ((side, first, second), (a, m, b)) in EDGES.into_iter().zip(ends) {
-            if sides_enabled[side] {
+            if mids[side].is_some() {
                 if enabled_children & (1 << first) == 0 {
-                    out.indices.extend_from_slice(&[centre, a, m]);
+                    walk.indices.extend_from_slice(&[centre_index, a, m]);
                 }
                 if enabled_children & (1 << second) == 0 {
-                    out.indices.extend_from_slice(&[centre, m, b]);
+                    walk.indices.extend_from_slice(&[centre_index, m, b]);
                 }
             } else {
                 // Both halves' quadrants are drawn here: an enabled quadrant would have
                 // enabled this vertex.
                 debug_assert_eq!(enabled_children & (1 << first | 1 << second), 0);
-                out.indices.extend_from_slice(&[centre, a, b]);
+                walk.indices.extend_from_slice(&[centre_index, a, b]);
             }
         }
-        if out.indices.len() > before {
-            out.nodes_drawn += 1;
-            let (lo, hi) = corners
-                .into_iter()
-                .chain(mids.into_iter().flatten())
-                .fold((centre_h, centre_h), |(lo, hi), h| (lo.min(h), hi.max(h)));
-            let mut drawn = aabb;
-            drawn.min.y = drawn.min.y.min(lo);
-            drawn.max.y = drawn.max.y.max(hi);
-            out.drawn.push(drawn);
+        if walk.indices.len() > before {
+            walk.push_drawn(square, corners);
         }
+    }
+
+    /// Records a vertex at `pos` of the square being recorded (see
+    /// [`RecordedWalk::push_vertex`]).
+    #[allow(clippy::too_many_arguments)]
+    fn record_vertex(
+        &self,
+        walk: &mut RecordedWalk,
+        pos: GridPos,
+        sample: f32,
+        ends: [u32; 2],
+        own_error: f32,
+        kind: VertexKind,
+        across: (f32, (u16, u16)),
+    ) -> u32 {
+        let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
+        let vertex = inside.then(|| self.vertices.index(pos));
+        let replaced = inside && self.fine.is_some_and(|f| f.replaced(pos));
+        walk.push_vertex(vertex, sample, ends, own_error, kind, across, replaced)
     }
 
     /// The stored height of the edge vertex on `side` of `sq` (which must be drawable).

@@ -385,19 +385,25 @@ impl SquareTree {
     /// World box of a square.
     #[inline(always)]
     pub fn aabb(&self, sq: Sq) -> Aabb {
-        let size = self.levels[sq.level as usize].size;
-        let (lo, hi) = self.records[sq.id as usize].box_codes();
-        let (x0, z0) = ((sq.ix * size) as f32, (sq.iz * size) as f32);
+        let codes = self.records[sq.id as usize].box_codes();
+        self.aabb_at(sq.level, sq.ix, sq.iz, codes)
+    }
+
+    /// World box of the square at `(ix, iz)` of `level` with vertical box codes `codes`.
+    #[inline(always)]
+    pub fn aabb_at(&self, level: u32, ix: u32, iz: u32, codes: (u16, u16)) -> Aabb {
+        let size = self.levels[level as usize].size;
+        let (x0, z0) = ((ix * size) as f32, (iz * size) as f32);
         let s = size as f32;
         Aabb {
             min: Vec3::new(
                 x0 * self.cell_size,
-                self.boxes.world(lo),
+                self.boxes.world(codes.0),
                 z0 * self.cell_size,
             ),
             max: Vec3::new(
                 (x0 + s) * self.cell_size,
-                self.boxes.world(hi),
+                self.boxes.world(codes.1),
                 (z0 + s) * self.cell_size,
             ),
         }

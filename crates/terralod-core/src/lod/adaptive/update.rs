@@ -29,6 +29,10 @@ const CANDIDATE: u32 = 1 << 23;
 /// lines).
 const CHILDREN_SHIFT: u32 = 24;
 
+/// The bits Render() reads: which owned edge vertices and which sub-squares are enabled
+/// (a square's own flag is implied by its parent's sub-square bit).
+pub(super) const DRAWN_BITS: u32 = 0b1111 << MID_SHIFT | 0b1111 << CHILDREN_SHIFT;
+
 /// The quadrants of the enabled sub-squares of a square with state `word`, as bits.
 #[inline(always)]
 pub(super) fn enabled_children(word: u32) -> u32 {

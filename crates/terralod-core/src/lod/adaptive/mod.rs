@@ -76,8 +76,9 @@
 //! every passing test, whatever the state before: the incremental mesh equals the mesh of
 //! a fresh instance for the same view, triangle for triangle. The cost of an update
 //! follows the squares whose answers may have changed. Render() follows the output, but
-//! replays the walks of the subtrees whose state it read did not change (`recorded`):
-//! their triangles are copied, only their geomorphed heights are computed again.
+//! replays the walk of a subtree while the state bits and frustum answers it read are
+//! unchanged (`recorded`): its triangles are copied, only its geomorphed heights are
+//! computed again.
 
 //! # Sparse storage and the build tolerance (A5)
 //!
@@ -631,8 +632,9 @@ impl<'a> AdaptiveLod<'a> {
         self.enabled
     }
 
-    /// Of the squares the last Render() walked (see `recorded`): how many came from a
-    /// walk of an earlier frame replayed, and how many in all.
+    /// Of the squares below the subtrees' roots that the last Render() went through (see
+    /// `recorded`; those that draw nothing themselves included): how many came from a
+    /// replayed walk of an earlier frame, and how many in all.
     pub fn render_reuse(&self) -> (usize, usize) {
         self.render_buffers.reused
     }

@@ -13,9 +13,8 @@
 //! path for drawn heights, and a replayed frame equals a fresh one bit for bit.
 
 use super::AdaptiveLod;
-use super::records::{EAST, NORTH, SOUTH};
 use super::render::{Emitted, Morpher, Projected};
-use super::tree::Sq;
+use super::tree::{Sq, position_beside};
 use super::update::DRAWN_BITS;
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::lod::MorphedHeight;
@@ -265,12 +264,7 @@ impl AdaptiveLod<'_> {
                     VertexKind::Edge { .. } if sample == base || !morphing => sample,
                     VertexKind::Edge { side, across } => morpher.height(sample, base, own, || {
                         across.then(|| {
-                            let (ix, iz) = match usize::from(side) {
-                                EAST => (square.ix + 1, square.iz),
-                                SOUTH => (square.ix, square.iz + 1),
-                                NORTH => (square.ix, square.iz - 1),
-                                _ => (square.ix - 1, square.iz),
-                            };
+                            let (ix, iz) = position_beside(square.ix, square.iz, side.into());
                             let level = u32::from(square.level);
                             let codes = step.across_codes;
                             let across_box = self.tree.aabb_at(level, ix, iz, codes);

@@ -272,7 +272,9 @@ impl RenderBuffers {
             + self
                 .parts
                 .iter()
-                .map(|p| p.walk.bytes() + p.heights.capacity() * 4 + emitted(&p.emitted))
+                .map(|p| {
+                    p.walk.bytes() + p.heights.capacity() * size_of::<f32>() + emitted(&p.emitted)
+                })
                 .sum::<usize>()
     }
 }
@@ -552,10 +554,21 @@ impl AdaptiveLod<'_> {
         kind: VertexKind,
         across: (f32, (u16, u16)),
     ) -> u32 {
-        let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
-        let vertex = inside.then(|| self.vertices.index(pos));
-        let replaced = inside && self.fine.is_some_and(|f| f.replaced(pos));
+        let (vertex, replaced) = self.listing(pos).unzip();
+        let replaced = replaced.unwrap_or(false);
         walk.push_vertex(vertex, sample, ends, own_error, kind, across, replaced)
+    }
+
+    /// A position's index in the vertex buffer (`None` beyond it: a padding square's
+    /// vertex), and whether local detail replaces the grid's own height there (so the
+    /// vertex is listed among the morphs even where drawn at its sample).
+    #[inline(always)]
+    fn listing(&self, pos: GridPos) -> Option<(u32, bool)> {
+        let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
+        inside.then(|| {
+            let replaced = self.fine.is_some_and(|f| f.replaced(pos));
+            (self.vertices.index(pos), replaced)
+        })
     }
 
     /// The stored height of the edge vertex on `side` of `sq` (which must be drawable).
@@ -575,12 +588,10 @@ impl AdaptiveLod<'_> {
     /// Records a drawn height other than the grid's own, for a vertex in the buffer: a
     /// morphed one, or with local detail one the grid's sample does not give.
     pub(super) fn push_morph(&self, out: &mut Emitted, pos: GridPos, sample: f32, height: f32) {
-        let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
-        if inside && (height != sample || self.fine.is_some_and(|f| f.replaced(pos))) {
-            out.morphs.push(MorphedHeight {
-                vertex: self.vertices.index(pos),
-                height,
-            });
+        if let Some((vertex, replaced)) = self.listing(pos)
+            && (height != sample || replaced)
+        {
+            out.morphs.push(MorphedHeight { vertex, height });
         }
     }
 }

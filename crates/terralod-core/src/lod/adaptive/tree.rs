@@ -93,6 +93,18 @@ impl Budget {
     }
 }
 
+/// The position next to `(ix, iz)` on `side`, in the same level's grid (wrapping past
+/// its north and west border, where no square is).
+#[inline(always)]
+pub(super) fn position_beside(ix: u32, iz: u32, side: usize) -> (u32, u32) {
+    match side {
+        EAST => (ix + 1, iz),
+        SOUTH => (ix, iz + 1),
+        NORTH => (ix, iz.wrapping_sub(1)),
+        _ => (ix.wrapping_sub(1), iz),
+    }
+}
+
 /// A square with its position: pool index, level and index in the level's grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Sq {
@@ -130,12 +142,7 @@ impl Sq {
     /// The square with pool index `id` at the position next to this one on `side`.
     #[inline(always)]
     pub fn beside(&self, id: u32, side: usize) -> Sq {
-        let (ix, iz) = match side {
-            EAST => (self.ix + 1, self.iz),
-            SOUTH => (self.ix, self.iz + 1),
-            NORTH => (self.ix, self.iz.wrapping_sub(1)),
-            _ => (self.ix.wrapping_sub(1), self.iz),
-        };
+        let (ix, iz) = position_beside(self.ix, self.iz, side);
         Sq {
             id,
             level: self.level,

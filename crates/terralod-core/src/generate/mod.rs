@@ -31,7 +31,7 @@ mod resample;
 
 use crate::heightfield::{Heightfield, HeightfieldError, MIN_SIDE, WorldMapping};
 use erosion::{Eroder, min_max};
-use noise::{gradient_noise, mix64, unit_f32};
+use noise::{CellGradients, NoiseRow, gradient_noise, gradient_noise_row, mix64, unit_f32};
 pub use procedural::{MAX_PROCEDURAL_SIZE, ProceduralTerrain};
 use rayon::prelude::*;
 use resample::resample_square;
@@ -417,13 +417,47 @@ impl Layer {
         }
     }
 
+    /// Map position `(u, v)` in this layer's lattice.
+    #[inline]
+    fn lattice_position(&self, u: f32, v: f32) -> (f32, f32) {
+        let x = (u * self.cos - v * self.sin) * self.frequency + self.offset.0;
+        let y = (u * self.sin + v * self.cos) * self.frequency + self.offset.1;
+        (x, y)
+    }
+
     /// Noise at map position `(u, v)`, without the amplitude.
     #[inline]
     fn sample(&self, u: f32, v: f32) -> f32 {
-        let x = (u * self.cos - v * self.sin) * self.frequency + self.offset.0;
-        let y = (u * self.sin + v * self.cos) * self.frequency + self.offset.1;
+        let (x, y) = self.lattice_position(u, v);
         gradient_noise(self.seed, x, y)
     }
+
+    /// [`Layer::sample`] at `(us[i], vs[i])` into `out[i]`, `cell` keeping this layer's
+    /// last lattice cell (the same values, in vector lanes).
+    fn sample_row(
+        &self,
+        (us, vs): (&[f32], &[f32]),
+        cell: &mut CellGradients,
+        buffers: &mut RowBuffers,
+        out: &mut [f32],
+    ) {
+        let RowBuffers { xs, ys, noise } = buffers;
+        let n = us.len();
+        xs.resize(n, 0.0);
+        ys.resize(n, 0.0);
+        for (((x, y), &u), &v) in xs.iter_mut().zip(ys.iter_mut()).zip(us).zip(vs) {
+            (*x, *y) = self.lattice_position(u, v);
+        }
+        gradient_noise_row(self.seed, xs, ys, cell, noise, out);
+    }
+}
+
+/// Scratch of [`Layer::sample_row`].
+#[derive(Debug, Default)]
+struct RowBuffers {
+    xs: Vec<f32>,
+    ys: Vec<f32>,
+    noise: NoiseRow,
 }
 
 /// The low-frequency fields every octave needs: domain warp and mountain mask.
@@ -489,14 +523,14 @@ impl Layers {
                 .map(|i| f((i % side) as f32 * inv, (i / side) as f32 * inv))
                 .collect()
         };
-        let warp = |layers: &[Layer; 2], u: f32, v: f32| {
-            WARP_AMOUNT * (layers[0].sample(u, v) + layers[1].amplitude * layers[1].sample(u, v))
+        let warp = |pair: &[Layer; 2], u: f32, v: f32| {
+            warp_offset(pair, pair[0].sample(u, v), pair[1].sample(u, v))
         };
         Aux {
             side,
             warp_u: field(&|u, v| warp(&self.warp_u, u, v)),
             warp_v: field(&|u, v| warp(&self.warp_v, u, v)),
-            ridged: field(&|u, v| (0.5 + 1.5 * self.mask.sample(u, v)).clamp(0.0, 1.0)),
+            ridged: field(&|u, v| ridged_share(self.mask.sample(u, v))),
         }
     }
 
@@ -524,35 +558,84 @@ impl Layers {
         let with_dome = range.start == 0;
         let octaves = &self.octaves[range];
         let inv = 1.0 / (side - 1) as f32;
-        heights
-            .par_chunks_mut(side)
-            .enumerate()
-            .for_each(|(row, out)| {
+        heights.par_chunks_mut(side).enumerate().for_each_init(
+            OctaveRows::default,
+            |rows, (row, out)| {
                 let v = row as f32 * inv;
-                for (col, h) in out.iter_mut().enumerate() {
-                    let u = col as f32 * inv;
-                    let i = row * side + col;
-                    let (pu, pv) = (u + aux.warp_u[i], v + aux.warp_v[i]);
-                    let mut sum = if with_dome {
-                        DOME_HEIGHT * dome(u) * dome(v)
+                let at = row * side..(row + 1) * side;
+                let warp_u = &aux.warp_u[at.clone()];
+                rows.pu.clear();
+                rows.pu
+                    .extend((0..side).zip(warp_u).map(|(col, w)| col as f32 * inv + w));
+                rows.pv.clear();
+                rows.pv.extend(aux.warp_v[at.clone()].iter().map(|w| v + w));
+                rows.sum.clear();
+                rows.sum.extend((0..side).map(|col| {
+                    if with_dome {
+                        DOME_HEIGHT * dome(col as f32 * inv) * dome(v)
                     } else {
                         0.0
-                    };
-                    for layer in octaves {
-                        sum += layer.amplitude * octave_basis(layer, pu, pv, aux.ridged[i]);
                     }
-                    *h += sum;
+                }));
+                let mut cells = [CellGradients::EMPTY; MAX_OCTAVES];
+                rows.add(octaves, &mut cells, &aux.ridged[at]);
+                for (h, s) in out.iter_mut().zip(&rows.sum) {
+                    *h += s;
                 }
-            });
+            },
+        );
     }
 }
 
-/// One octave's value at warped position `(pu, pv)`: blends the plain noise with its
-/// ridged form `2·((1 − |n|)² − 0.45)` (sharp crests where n crosses 0, centred near 0)
-/// by the mountain mask.
+/// The domain warp's offset from the noise `first` and `second` of its two layers.
 #[inline]
-fn octave_basis(layer: &Layer, pu: f32, pv: f32, ridged: f32) -> f32 {
-    let n = layer.sample(pu, pv);
+fn warp_offset(pair: &[Layer; 2], first: f32, second: f32) -> f32 {
+    WARP_AMOUNT * (first + pair[1].amplitude * second)
+}
+
+/// The share of ridged mountains (0..1) from the mask layer's noise `n`.
+#[inline]
+fn ridged_share(n: f32) -> f32 {
+    (0.5 + 1.5 * n).clamp(0.0, 1.0)
+}
+
+/// Scratch of [`Layers::add_octaves`] and [`ProceduralTerrain`]'s windows, per row: the
+/// warped positions, the sum of the octaves so far, one octave's noise.
+#[derive(Debug, Default)]
+struct OctaveRows {
+    pu: Vec<f32>,
+    pv: Vec<f32>,
+    sum: Vec<f32>,
+    noise: Vec<f32>,
+    buffers: RowBuffers,
+}
+
+impl OctaveRows {
+    /// Adds `octaves` at the warped positions `pu`, `pv` to `sum`, with the mountain mask
+    /// `ridged`; octave `k` keeps its last lattice cell in `cells[k]`.
+    fn add(&mut self, octaves: &[Layer], cells: &mut [CellGradients], ridged: &[f32]) {
+        let OctaveRows {
+            pu,
+            pv,
+            sum,
+            noise,
+            buffers,
+        } = self;
+        noise.resize(pu.len(), 0.0);
+        for (layer, cell) in octaves.iter().zip(cells) {
+            layer.sample_row((pu, pv), cell, buffers, noise);
+            for ((s, &n), &r) in sum.iter_mut().zip(noise.iter()).zip(ridged) {
+                *s += layer.amplitude * octave_basis(layer, n, r);
+            }
+        }
+    }
+}
+
+/// One octave's value from its noise `n`: blends the plain noise with its ridged form
+/// `2·((1 − |n|)² − 0.45)` (sharp crests where n crosses 0, centred near 0) by the
+/// mountain mask.
+#[inline]
+fn octave_basis(layer: &Layer, n: f32, ridged: f32) -> f32 {
     if layer.frequency > RIDGED_UP_TO * BASE_FREQUENCY {
         return n;
     }

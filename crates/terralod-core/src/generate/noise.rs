@@ -50,11 +50,24 @@ fn corner_hash(seed: u64, ix: i32, iy: i32) -> u64 {
     mix64(seed ^ x ^ y.rotate_left(32))
 }
 
-/// `floor` through an integer conversion (exact for |x| < 2³¹, far beyond our coordinates).
-#[inline]
-fn floor_i32(x: f32) -> i32 {
-    let i = x as i32;
-    if (i as f32) > x { i - 1 } else { i }
+/// Largest lattice coordinate (absolute) the noise is defined for: below it, `floor` is
+/// exact in `f32` additions ([`floor_f32`]). The generator's coordinates stay far below:
+/// the finest octave has at most 65,536 cycles per map, and warped map positions stay
+/// within about 1.5 of the origin.
+pub(super) const MAX_COORDINATE: f32 = 4_194_304.0;
+
+/// `floor` in float additions only, so it runs in vector lanes: adding 1.5 × 2²³ leaves
+/// no fraction bits for `|x| <` [`MAX_COORDINATE`] (2²²), so the sum rounds `x` to an
+/// integer, which subtracting gives back exactly; one step down where it rounded up.
+#[inline(always)]
+fn floor_f32(x: f32) -> f32 {
+    const SHIFT: f32 = 12_582_912.0;
+    debug_assert!(
+        x.abs() < MAX_COORDINATE || !x.is_finite(),
+        "{x} beyond the lattice"
+    );
+    let rounded = (x + SHIFT) - SHIFT;
+    if rounded > x { rounded - 1.0 } else { rounded }
 }
 
 /// Perlin's quintic fade 6t⁵ − 15t⁴ + 10t³: zero first and second derivatives at the
@@ -64,26 +77,131 @@ fn fade(t: f32) -> f32 {
     t * t * t * (t * (t * 6.0 - 15.0) + 10.0)
 }
 
-#[inline]
-fn dot_gradient(hash: u64, dx: f32, dy: f32) -> f32 {
-    let (gx, gy) = GRADIENTS[(hash >> 60) as usize];
-    gx * dx + gy * dy
+/// The gradients at the four corners (in the order `(0,0)`, `(1,0)`, `(0,1)`, `(1,1)`) of
+/// the last lattice cell one layer was sampled in. Successive samples of a row stay in
+/// one cell of every octave coarser than a few samples per wave, so a generator that
+/// samples row by row keeps one per layer and hashes a cell's corners once
+/// ([`gradient_noise_row`]). The values do not depend on it: the same gradients go
+/// through the same operations.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CellGradients {
+    /// The cell's lower corner (integers), `None` before the first sample.
+    cell: Option<(f32, f32)>,
+    gradients: [(f32, f32); 4],
 }
 
-/// 2-D gradient noise of layer `seed` at `(x, y)` (one lattice cell per unit), about −1..1,
-/// zero on lattice points.
-#[inline]
-pub(super) fn gradient_noise(seed: u64, x: f32, y: f32) -> f32 {
-    let (ix, iy) = (floor_i32(x), floor_i32(y));
-    let (fx, fy) = (x - ix as f32, y - iy as f32);
-    let n00 = dot_gradient(corner_hash(seed, ix, iy), fx, fy);
-    let n10 = dot_gradient(corner_hash(seed, ix + 1, iy), fx - 1.0, fy);
-    let n01 = dot_gradient(corner_hash(seed, ix, iy + 1), fx, fy - 1.0);
-    let n11 = dot_gradient(corner_hash(seed, ix + 1, iy + 1), fx - 1.0, fy - 1.0);
+impl CellGradients {
+    pub const EMPTY: CellGradients = CellGradients {
+        cell: None,
+        gradients: [(0.0, 0.0); 4],
+    };
+
+    /// Moves to the cell with lower corner `(cx, cy)` (integers) of layer `seed`, hashing
+    /// its corners unless it is there.
+    #[inline]
+    fn enter(&mut self, seed: u64, cx: f32, cy: f32) {
+        if self.cell != Some((cx, cy)) {
+            let (ix, iy) = (cx as i32, cy as i32);
+            let gradient = |ix, iy| GRADIENTS[(corner_hash(seed, ix, iy) >> 60) as usize];
+            *self = CellGradients {
+                cell: Some((cx, cy)),
+                gradients: [
+                    gradient(ix, iy),
+                    gradient(ix + 1, iy),
+                    gradient(ix, iy + 1),
+                    gradient(ix + 1, iy + 1),
+                ],
+            };
+        }
+    }
+}
+
+/// The lower corner of the lattice cell of `(x, y)` and the position inside it.
+#[inline(always)]
+fn locate(x: f32, y: f32) -> ((f32, f32), (f32, f32)) {
+    let (cx, cy) = (floor_f32(x), floor_f32(y));
+    ((cx, cy), (x - cx, y - cy))
+}
+
+/// The noise inside a cell with corner gradients `g` at `(fx, fy)` from its lower corner.
+#[inline(always)]
+fn blend(g: [(f32, f32); 4], fx: f32, fy: f32) -> f32 {
+    let dot = |(gx, gy): (f32, f32), dx: f32, dy: f32| gx * dx + gy * dy;
+    let n00 = dot(g[0], fx, fy);
+    let n10 = dot(g[1], fx - 1.0, fy);
+    let n01 = dot(g[2], fx, fy - 1.0);
+    let n11 = dot(g[3], fx - 1.0, fy - 1.0);
     let (u, v) = (fade(fx), fade(fy));
     let bottom = n00 + u * (n10 - n00);
     let top = n01 + u * (n11 - n01);
     (bottom + v * (top - bottom)) * NOISE_SCALE
+}
+
+/// 2-D gradient noise of layer `seed` at `(x, y)` (one lattice cell per unit; `|x|, |y| <`
+/// [`MAX_COORDINATE`]), about −1..1, zero on lattice points.
+#[inline]
+pub(super) fn gradient_noise(seed: u64, x: f32, y: f32) -> f32 {
+    let ((cx, cy), (fx, fy)) = locate(x, y);
+    let mut cell = CellGradients::EMPTY;
+    cell.enter(seed, cx, cy);
+    blend(cell.gradients, fx, fy)
+}
+
+/// Scratch of [`gradient_noise_row`]: per sample its cell's lower corner and its position
+/// in the cell, one array per component, so the arithmetic runs in vector lanes.
+#[derive(Debug, Default)]
+pub(super) struct NoiseRow {
+    cx: Vec<f32>,
+    cy: Vec<f32>,
+    fx: Vec<f32>,
+    fy: Vec<f32>,
+}
+
+/// [`gradient_noise`] of layer `seed` at `(xs[i], ys[i])` into `out[i]`, the same value
+/// bit for bit; `cell` keeps the layer's last cell from row to row. Samples are taken in
+/// runs that share a cell: its gradients are hashed once and the run is computed in
+/// vector lanes.
+pub(super) fn gradient_noise_row(
+    seed: u64,
+    xs: &[f32],
+    ys: &[f32],
+    cell: &mut CellGradients,
+    row: &mut NoiseRow,
+    out: &mut [f32],
+) {
+    let n = xs.len();
+    assert!(
+        ys.len() == n && out.len() == n,
+        "one x, y and output per sample"
+    );
+    for v in [&mut row.cx, &mut row.cy, &mut row.fx, &mut row.fy] {
+        v.resize(n, 0.0);
+    }
+    let (cxs, cys) = (&mut row.cx[..n], &mut row.cy[..n]);
+    let (fxs, fys) = (&mut row.fx[..n], &mut row.fy[..n]);
+    for i in 0..n {
+        ((cxs[i], cys[i]), (fxs[i], fys[i])) = locate(xs[i], ys[i]);
+    }
+    let mut start = 0;
+    while start < n {
+        // Compared as bits (a corner is never −0; NaN, never produced, would share a run).
+        let (cx, cy) = (cxs[start], cys[start]);
+        let here = (cx.to_bits(), cy.to_bits());
+        let end = (start + 1..n)
+            .find(|&i| (cxs[i].to_bits(), cys[i].to_bits()) != here)
+            .unwrap_or(n);
+        cell.enter(seed, cx, cy);
+        let g = cell.gradients;
+        let run = start..end;
+        for ((o, &fx), &fy) in out[run.clone()]
+            .iter_mut()
+            .zip(&fxs[run.clone()])
+            .zip(&fys[run])
+        {
+            *o = blend(g, fx, fy);
+        }
+        start = end;
+    }
 }
 
 #[cfg(test)]
@@ -92,8 +210,27 @@ mod tests {
 
     #[test]
     fn floor_matches_the_float_floor() {
-        for x in [-2.5f32, -2.0, -0.25, -0.0, 0.0, 0.75, 1.0, 3.999, 1234.5] {
-            assert_eq!(floor_i32(x) as f32, x.floor(), "floor of {x}");
+        let below = MAX_COORDINATE - 1.0;
+        let extremes = [
+            below,
+            below - 0.5,
+            -below,
+            -below + 0.5,
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+        ];
+        let steps = [
+            -2.5f32, -2.0, -0.25, -0.0, 0.0, 0.75, 1.0, 3.999, 1234.5, 2.5, 3.5,
+        ];
+        let just_below = [
+            1.0f32.next_down(),
+            -1.0f32.next_down(),
+            4096.0f32.next_down(),
+        ];
+        for x in extremes.into_iter().chain(steps).chain(just_below) {
+            assert_eq!(floor_f32(x), x.floor(), "floor of {x}");
         }
     }
 

@@ -9,7 +9,11 @@
 //! sum's fixed bound rather than the map's own range (which would need the whole map).
 //! Stored as `u16` (`max_height / 65535` per step), as an imported DEM would be.
 
-use super::{DOME_HEIGHT, GenerateError, GenerateOptions, Layers, WARP_AMOUNT, dome, octave_basis};
+use super::noise::CellGradients;
+use super::{
+    DOME_HEIGHT, GenerateError, GenerateOptions, Layers, MAX_OCTAVES, OctaveRows, dome,
+    octave_basis, ridged_share, warp_offset,
+};
 use crate::heightfield::{Samples, WorldMapping};
 use crate::tiles::{ImportSource, SampleType, TileError};
 use std::ops::Range;
@@ -73,22 +77,37 @@ impl ProceduralTerrain {
         self.size
     }
 
-    /// The stored sample at grid position `(col, row)`.
+    /// The stored sample at grid position `(col, row)`, computed alone (windows are read
+    /// row by row, the same values: [`ImportSource::read_window`]).
     pub fn raw(&self, col: u32, row: u32) -> u16 {
         let (u, v) = (col as f32 * self.step, row as f32 * self.step);
         let layers = &self.layers;
         let warp = |pair: &[super::Layer; 2]| {
-            WARP_AMOUNT * (pair[0].sample(u, v) + pair[1].amplitude * pair[1].sample(u, v))
+            warp_offset(pair, pair[0].sample(u, v), pair[1].sample(u, v))
         };
         let (pu, pv) = (u + warp(&layers.warp_u), v + warp(&layers.warp_v));
-        let ridged = (0.5 + 1.5 * layers.mask.sample(u, v)).clamp(0.0, 1.0);
+        let ridged = ridged_share(layers.mask.sample(u, v));
         let mut sum = DOME_HEIGHT * dome(u) * dome(v);
         for layer in &layers.octaves[self.octaves.clone()] {
-            sum += layer.amplitude * octave_basis(layer, pu, pv, ridged);
+            sum += layer.amplitude * octave_basis(layer, layer.sample(pu, pv), ridged);
         }
+        self.quantise(sum)
+    }
+
+    /// The stored code of a noise sum.
+    #[inline]
+    fn quantise(&self, sum: f32) -> u16 {
         let unit = ((sum - self.low) / (self.high - self.low)).clamp(0.0, 1.0);
         (unit * f32::from(u16::MAX)).round() as u16
     }
+}
+
+/// The last lattice cell of every noise layer, kept from row to row of a window.
+struct LayerCells {
+    warp_u: [CellGradients; 2],
+    warp_v: [CellGradients; 2],
+    mask: CellGradients,
+    octaves: [CellGradients; MAX_OCTAVES],
 }
 
 impl ImportSource for ProceduralTerrain {
@@ -109,9 +128,51 @@ impl ImportSource for ProceduralTerrain {
     }
 
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
-        let mut values = Vec::with_capacity(cols.len() * rows.len());
+        // Layer by layer along each row (what `raw` does sample by sample), each layer
+        // hashing a lattice cell once and computing in vector lanes.
+        let layers = &self.layers;
+        let n = cols.len();
+        let us: Vec<f32> = cols.iter().map(|&col| col as f32 * self.step).collect();
+        let mut vs = vec![0.0; n];
+        let (mut first, mut second) = (vec![0.0; n], vec![0.0; n]);
+        let mut ridged = vec![0.0; n];
+        let mut cells = LayerCells {
+            warp_u: [CellGradients::EMPTY; 2],
+            warp_v: [CellGradients::EMPTY; 2],
+            mask: CellGradients::EMPTY,
+            octaves: [CellGradients::EMPTY; MAX_OCTAVES],
+        };
+        let mut octave_rows = OctaveRows::default();
+        let mut values = Vec::with_capacity(n * rows.len());
         for &row in rows {
-            values.extend(cols.iter().map(|&col| self.raw(col, row)));
+            let v = row as f32 * self.step;
+            vs.fill(v);
+            let at = (us.as_slice(), vs.as_slice());
+            let OctaveRows {
+                pu, pv, buffers, ..
+            } = &mut octave_rows;
+            for (pair, cells, out, along) in [
+                (&layers.warp_u, &mut cells.warp_u, pu, &us),
+                (&layers.warp_v, &mut cells.warp_v, pv, &vs),
+            ] {
+                pair[0].sample_row(at, &mut cells[0], buffers, &mut first);
+                pair[1].sample_row(at, &mut cells[1], buffers, &mut second);
+                out.clear();
+                out.extend((0..n).map(|i| along[i] + warp_offset(pair, first[i], second[i])));
+            }
+            layers
+                .mask
+                .sample_row(at, &mut cells.mask, buffers, &mut first);
+            for (r, &m) in ridged.iter_mut().zip(&first) {
+                *r = ridged_share(m);
+            }
+            octave_rows.sum.clear();
+            octave_rows
+                .sum
+                .extend(us.iter().map(|&u| DOME_HEIGHT * dome(u) * dome(v)));
+            let octaves = &layers.octaves[self.octaves.clone()];
+            octave_rows.add(octaves, &mut cells.octaves, &ridged);
+            values.extend(octave_rows.sum.iter().map(|&s| self.quantise(s)));
         }
         Ok(Samples::U16(values))
     }
@@ -152,6 +213,29 @@ mod tests {
         );
         let (lo, hi) = finest.raw_range();
         assert!(hi - lo > 5000.0, "a landscape, not a plane: {lo} .. {hi}");
+    }
+
+    #[test]
+    fn a_window_read_row_by_row_equals_its_samples_computed_alone() {
+        // The octaves' lattice cells are kept from sample to sample along a row; at 65537
+        // samples the finest octave changes cell every few samples, the coarsest never.
+        let options = GenerateOptions::default().with_size(65_537).with_seed(11);
+        let terrain = ProceduralTerrain::new(&options).expect("valid options");
+        for (start, stride) in [(0u32, 1u32), (31_000, 1), (65_536 - 40 * 3, 3), (12, 1024)] {
+            let cols: Vec<u32> = (0..41).map(|i| start + i * stride).collect();
+            let rows: Vec<u32> = (0..23)
+                .map(|i| (start / 2 + i * stride).min(65_536))
+                .collect();
+            let Samples::U16(window) = terrain.read_window(&cols, &rows).expect("reads") else {
+                panic!("16-bit samples");
+            };
+            let alone: Vec<u16> = rows
+                .iter()
+                .flat_map(|&row| cols.iter().map(move |&col| (col, row)))
+                .map(|(col, row)| terrain.raw(col, row))
+                .collect();
+            assert_eq!(window, alone, "from {start}, stride {stride}");
+        }
     }
 
     #[test]

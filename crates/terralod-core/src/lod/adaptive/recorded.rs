@@ -15,7 +15,6 @@
 use super::AdaptiveLod;
 use super::render::{Emitted, Morpher, Projected};
 use super::tree::{Sq, position_beside};
-use super::update::DRAWN_BITS;
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::lod::MorphedHeight;
 
@@ -34,8 +33,8 @@ pub(super) struct RecordedWalk {
     recorded: bool,
     /// Whether it was walked with frustum culling.
     culled: bool,
-    /// State words read: pool slot, and the bits Render() reads, in the order read.
-    reads: Vec<(u32, u32)>,
+    /// State words read, in the order read.
+    reads: Vec<StateRead>,
     /// Frustum tests made: box and answer, in the order made.
     tests: Vec<(Aabb, Containment)>,
     /// The triangles, as emitted.
@@ -46,6 +45,15 @@ pub(super) struct RecordedWalk {
     vertices: Vec<VertexStep>,
     /// The squares that drew triangles, in the order the walk finished them.
     drawn: Vec<DrawnStep>,
+}
+
+/// A state word read: its pool slot, the bits the walk used (a square's own drawn bits, or
+/// the one edge-vertex bit it reads of a neighbour's word) and their values.
+#[derive(Clone, Copy, Debug)]
+struct StateRead {
+    id: u32,
+    mask: u32,
+    bits: u32,
 }
 
 /// A square walked: its box, position (for the boxes of the squares across its edge
@@ -122,11 +130,16 @@ impl RecordedWalk {
         self.drawn.clear();
     }
 
-    /// Reads the state word of pool slot `id`, noting the bits Render() uses.
+    /// Reads the state word of pool slot `id`, noting the bits of `mask`, which are all
+    /// the walk uses of it.
     #[inline(always)]
-    pub fn read(&mut self, state: &[u32], id: u32) -> u32 {
+    pub fn read(&mut self, state: &[u32], id: u32, mask: u32) -> u32 {
         let word = state[id as usize];
-        self.reads.push((id, word & DRAWN_BITS));
+        self.reads.push(StateRead {
+            id,
+            mask,
+            bits: word & mask,
+        });
         word
     }
 
@@ -203,7 +216,7 @@ impl RecordedWalk {
 
     /// Bytes held (capacity), for the memory figures.
     pub fn bytes(&self) -> usize {
-        self.reads.capacity() * size_of::<(u32, u32)>()
+        self.reads.capacity() * size_of::<StateRead>()
             + self.tests.capacity() * size_of::<(Aabb, Containment)>()
             + self.indices.capacity() * size_of::<u32>()
             + self.squares.capacity() * size_of::<SquareStep>()
@@ -214,15 +227,15 @@ impl RecordedWalk {
 
 impl AdaptiveLod<'_> {
     /// Whether `walk` is what walking its subtree now would record: every state word it
-    /// read has the same drawn bits and every frustum test the same answer (so the walk
-    /// would take the same path and read the same things).
+    /// read has the same values in the bits it used, and every frustum test the same
+    /// answer (so the walk would take the same path and read the same things).
     pub(super) fn walk_still_holds(&self, walk: &RecordedWalk, frustum: Option<&Frustum>) -> bool {
         walk.recorded
             && walk.culled == frustum.is_some()
             && walk
                 .reads
                 .iter()
-                .all(|&(id, bits)| self.state[id as usize] & DRAWN_BITS == bits)
+                .all(|read| self.state[read.id as usize] & read.mask == read.bits)
             && frustum.is_none_or(|f| {
                 walk.tests
                     .iter()

@@ -44,7 +44,7 @@
 use super::recorded::{CORNER_SLOTS, RecordedWalk, VertexKind};
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
 use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
-use super::update::{enabled_children, mid_bit};
+use super::update::{DRAWN_BITS, enabled_children, mid_bit};
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
@@ -409,7 +409,7 @@ impl AdaptiveLod<'_> {
         // Positions, as a straddling square's vertices may lie beyond the vertex buffer.
         let (x0, z0) = (sq.ix * size, sq.iz * size);
         let at = |dx: u32, dz: u32| GridPos::new(x0 + dx, z0 + dz);
-        let word = walk.read(&self.state, sq.id);
+        let word = walk.read(&self.state, sq.id, DRAWN_BITS);
         // The centre lies on the parent's diagonal through it, edge vertices on their
         // edges.
         let (ends, kind) = if sq.level == 0 {
@@ -435,12 +435,13 @@ impl AdaptiveLod<'_> {
             let enabled = self
                 .owner(sq, side, Some(around))
                 .is_some_and(|(o, owned)| {
+                    let bit = mid_bit(owned);
                     let owner_word = if o.id == sq.id {
                         word
                     } else {
-                        walk.read(&self.state, o.id)
+                        walk.read(&self.state, o.id, bit)
                     };
-                    owner_word & mid_bit(owned) != 0
+                    owner_word & bit != 0
                 });
             if !enabled {
                 continue;

@@ -829,7 +829,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
-        out.extend_from_slice(&self.emitted.drawn);
+        self.render_buffers.drawn_boxes(self.subtree_depth(), out);
     }
 }
 

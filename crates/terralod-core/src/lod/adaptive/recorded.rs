@@ -45,6 +45,9 @@ pub(super) struct RecordedWalk {
     vertices: Vec<VertexStep>,
     /// The squares that drew triangles, in the order the walk finished them.
     drawn: Vec<DrawnStep>,
+    /// The squares walked by position (level, row, column) with their index, to find
+    /// the square across an edge vertex among them (kept for its capacity).
+    by_position: Vec<(u32, u32, u32, u32)>,
 }
 
 /// A state word read: its pool slot, the bits the walk used (a square's own drawn bits, or
@@ -82,11 +85,12 @@ struct VertexStep {
     /// Its own square's test of it (the subtree error for a centre, the side error for
     /// an edge vertex).
     own_error: f32,
-    /// For an edge vertex with a square across: that square's side test of it and its
-    /// vertical box codes (read while recording, so the replay misses no cache line for
-    /// them).
+    /// For an edge vertex with a square across: that square's side test of it (read
+    /// while recording, so the replay misses no cache line for it), and where its box
+    /// comes from: [`Across::Walked`], the index of its step in this walk;
+    /// [`Across::Coded`], its vertical box codes (`min | max << 16`).
     across_error: f32,
-    across_codes: (u16, u16),
+    across_box: u32,
     kind: VertexKind,
     /// With local detail: listed even where drawn at the sample, which the grid lacks.
     replaced: bool,
@@ -97,11 +101,25 @@ pub(super) enum VertexKind {
     /// The root's centre: drawn at its sample.
     Fixed,
     Centre,
-    /// An edge vertex on `side`, with a square across or not.
+    /// An edge vertex on `side`, and the square across it.
     Edge {
         side: u8,
-        across: bool,
+        across: Across,
     },
+}
+
+/// The square across an edge vertex, as the replay projects its box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Across {
+    /// None (the grid's border, or a square not stored).
+    None,
+    /// A square this walk walked: the projection of its step's box serves (most edge
+    /// vertices; the projection is then made once per square and frame, not once per
+    /// vertex).
+    Walked,
+    /// A square outside this walk (culled, or in another subtree): its box from its
+    /// position and codes.
+    Coded,
 }
 
 /// A square that drew triangles: its box grows to the heights of its nine vertices as
@@ -128,6 +146,39 @@ impl RecordedWalk {
         self.squares.clear();
         self.vertices.clear();
         self.drawn.clear();
+    }
+
+    /// Ends the recording: an edge vertex whose square across was walked too takes its
+    /// projection from that square's step on replay.
+    pub fn finish(&mut self) {
+        self.by_position.clear();
+        self.by_position.extend(
+            self.squares
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (u32::from(s.level), s.iz, s.ix, i as u32)),
+        );
+        self.by_position.sort_unstable();
+        let mut steps = self.vertices.iter_mut();
+        for square in &self.squares {
+            for step in steps.by_ref().take(square.vertices.into()) {
+                let VertexKind::Edge { side, across } = &mut step.kind else {
+                    continue;
+                };
+                if *across != Across::Coded {
+                    continue;
+                }
+                let (ix, iz) = position_beside(square.ix, square.iz, usize::from(*side));
+                let key = (u32::from(square.level), iz, ix);
+                if let Ok(found) = self
+                    .by_position
+                    .binary_search_by_key(&key, |&(level, iz, ix, _)| (level, iz, ix))
+                {
+                    *across = Across::Walked;
+                    step.across_box = self.by_position[found].3;
+                }
+            }
+        }
     }
 
     /// Reads the state word of pool slot `id`, noting the bits of `mask`, which are all
@@ -173,13 +224,14 @@ impl RecordedWalk {
         replaced: bool,
     ) -> u32 {
         let slot = self.next_slot();
+        let (lo, hi) = across.1;
         self.vertices.push(VertexStep {
             vertex: vertex.unwrap_or(NOT_IN_BUFFER),
             sample,
             ends,
             own_error,
             across_error: across.0,
-            across_codes: across.1,
+            across_box: u32::from(lo) | u32::from(hi) << 16,
             kind,
             replaced,
         });
@@ -222,6 +274,44 @@ impl RecordedWalk {
             + self.squares.capacity() * size_of::<SquareStep>()
             + self.vertices.capacity() * size_of::<VertexStep>()
             + self.drawn.capacity() * size_of::<DrawnStep>()
+            + self.by_position.capacity() * size_of::<(u32, u32, u32, u32)>()
+    }
+
+    /// The boxes of the squares that drew triangles, grown to the heights of their nine
+    /// vertices as drawn (`heights`, by slot, from this walk's last replay).
+    pub fn drawn_boxes(&self, heights: &[f32], out: &mut Vec<Aabb>) {
+        for drawn in &self.drawn {
+            let square = &self.squares[drawn.square as usize];
+            let own = &heights[square.first as usize..][..square.vertices.into()];
+            let (lo, hi) = drawn
+                .corners
+                .iter()
+                .map(|&slot| heights[slot as usize])
+                .chain(own.iter().copied())
+                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), h| {
+                    (lo.min(h), hi.max(h))
+                });
+            let mut drawn_box = square.aabb;
+            drawn_box.min.y = drawn_box.min.y.min(lo);
+            drawn_box.max.y = drawn_box.max.y.max(hi);
+            out.push(drawn_box);
+        }
+    }
+}
+
+/// A replay's output beside the triangles, kept with its walk: the drawn heights by slot
+/// (the drawn boxes are worked out from them when asked) and the projection of each
+/// square's box (scratch).
+#[derive(Debug, Default)]
+pub(super) struct Replayed {
+    pub heights: Vec<f32>,
+    projected: Vec<Projected>,
+}
+
+impl Replayed {
+    pub fn bytes(&self) -> usize {
+        self.heights.capacity() * size_of::<f32>()
+            + self.projected.capacity() * size_of::<Projected>()
     }
 }
 
@@ -244,45 +334,51 @@ impl AdaptiveLod<'_> {
     }
 
     /// Replays `walk` with corner heights `corners`: the drawn heights of its vertices
-    /// into `heights` (by slot), the morphs and drawn boxes into `out` (not the
-    /// triangles, which the caller copies from the walk).
+    /// into `replayed` (by slot), the morphs into `out` (not the triangles, which the
+    /// caller copies from the walk).
     pub(super) fn replay(
         &self,
         walk: &RecordedWalk,
         corners: [f32; 4],
         morpher: &Morpher<'_>,
-        heights: &mut Vec<f32>,
+        replayed: &mut Replayed,
         out: &mut Emitted,
     ) {
+        let Replayed { heights, projected } = replayed;
         heights.clear();
         heights.extend_from_slice(&corners);
         let morphing = morpher.budget > 0.0;
+        // The projected size of a unit error over each square's box, for every vertex
+        // the square morphs or that lies across from it.
+        projected.clear();
+        if morphing {
+            projected.extend(walk.squares.iter().map(|s| morpher.project(&s.aabb)));
+        }
         let mut steps = walk.vertices.iter();
-        for square in &walk.squares {
-            // The projected size of a unit error over the box, for every vertex the
-            // square morphs.
-            let projected = if morphing {
-                morpher.project(&square.aabb)
-            } else {
-                Projected::UNUSED
-            };
+        for (i, square) in walk.squares.iter().enumerate() {
+            let own_box = projected.get(i).unwrap_or(&Projected::UNUSED);
             for step in steps.by_ref().take(square.vertices.into()) {
                 let [a, b] = step.ends;
                 let base = 0.5 * (heights[a as usize] + heights[b as usize]);
                 let sample = step.sample;
-                let own = (&projected, step.own_error);
+                let own = (own_box, step.own_error);
                 let height = match step.kind {
                     VertexKind::Fixed => sample,
                     VertexKind::Centre => morpher.height(sample, base, own, || None),
                     VertexKind::Edge { .. } if sample == base || !morphing => sample,
                     VertexKind::Edge { side, across } => morpher.height(sample, base, own, || {
-                        across.then(|| {
-                            let (ix, iz) = position_beside(square.ix, square.iz, side.into());
-                            let level = u32::from(square.level);
-                            let codes = step.across_codes;
-                            let across_box = self.tree.aabb_at(level, ix, iz, codes);
-                            (morpher.project(&across_box), step.across_error)
-                        })
+                        let across_box = match across {
+                            Across::None => return None,
+                            Across::Walked => projected[step.across_box as usize],
+                            Across::Coded => {
+                                let (ix, iz) = position_beside(square.ix, square.iz, side.into());
+                                let level = u32::from(square.level);
+                                let codes =
+                                    (step.across_box as u16, (step.across_box >> 16) as u16);
+                                morpher.project(&self.tree.aabb_at(level, ix, iz, codes))
+                            }
+                        };
+                        Some((across_box, step.across_error))
                     }),
                 };
                 heights.push(height);
@@ -293,22 +389,6 @@ impl AdaptiveLod<'_> {
                     });
                 }
             }
-        }
-        for drawn in &walk.drawn {
-            let square = &walk.squares[drawn.square as usize];
-            let own = &heights[square.first as usize..][..square.vertices.into()];
-            let (lo, hi) = drawn
-                .corners
-                .iter()
-                .map(|&slot| heights[slot as usize])
-                .chain(own.iter().copied())
-                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), h| {
-                    (lo.min(h), hi.max(h))
-                });
-            let mut drawn_box = square.aabb;
-            drawn_box.min.y = drawn_box.min.y.min(lo);
-            drawn_box.max.y = drawn_box.max.y.max(hi);
-            out.drawn.push(drawn_box);
         }
         out.nodes_drawn += walk.nodes_drawn;
     }

@@ -41,7 +41,7 @@
 //! slope), and, at steps where the view changes much between frames, what the previous
 //! frame's surface lacked for this one.
 
-use super::recorded::{CORNER_SLOTS, RecordedWalk, VertexKind};
+use super::recorded::{Across, CORNER_SLOTS, RecordedWalk, Replayed, VertexKind};
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
 use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
 use super::update::{DRAWN_BITS, enabled_children, mid_bit};
@@ -65,7 +65,7 @@ pub(super) struct Morpher<'v> {
 /// A box as the morphs see it: the projected size of a unit vertical error over it, and
 /// what grows it (every bound of [`View::projected_error_bound`] is linear in the error,
 /// so a square's projection serves all its vertices).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Projected {
     /// `None` for a world-error view, whose errors are not projected.
     unit: Option<UnitProjection>,
@@ -173,14 +173,12 @@ const SIDE_VERTICES: [((u32, u32), (usize, usize)); 4] = [
 /// algorithm Q's fans): the side, and the quadrants of its first and second half.
 const EDGES: [(usize, u32, u32); 4] = [(WEST, 0, 2), (SOUTH, 2, 3), (EAST, 3, 1), (NORTH, 1, 0)];
 
-/// What Render() emits: triangles, morphed heights and the boxes of the squares that drew
-/// triangles (grown to their drawn heights, which geomorphing can move out of the stored
-/// box).
+/// What Render() emits: triangles and morphed heights. (The boxes of the squares that
+/// drew triangles are worked out only when asked: [`RenderBuffers::drawn_boxes`].)
 #[derive(Debug, Default)]
 pub(super) struct Emitted {
     pub indices: Vec<u32>,
     pub morphs: Vec<MorphedHeight>,
-    pub drawn: Vec<Aabb>,
     pub nodes_drawn: u64,
 }
 
@@ -188,7 +186,6 @@ impl Emitted {
     pub fn clear(&mut self) {
         self.indices.clear();
         self.morphs.clear();
-        self.drawn.clear();
         self.nodes_drawn = 0;
     }
 }
@@ -238,7 +235,7 @@ struct Part {
     walk: RecordedWalk,
     /// Whether this frame replayed the walk without walking the subtree.
     reused: bool,
-    heights: Vec<f32>,
+    replayed: Replayed,
     emitted: Emitted,
 }
 
@@ -248,7 +245,7 @@ struct Part {
 pub(super) struct RenderBuffers {
     /// The walk down to the subtrees (recorded every frame) and its drawn heights.
     top: RecordedWalk,
-    top_heights: Vec<f32>,
+    top_replayed: Replayed,
     subtrees: Vec<Subtree>,
     /// One per subtree position drawn so far, in the order first drawn.
     parts: Vec<Part>,
@@ -264,19 +261,33 @@ impl RenderBuffers {
         let emitted = |e: &Emitted| {
             e.indices.capacity() * size_of::<u32>()
                 + e.morphs.capacity() * size_of::<MorphedHeight>()
-                + e.drawn.capacity() * size_of::<Aabb>()
         };
         self.top.bytes()
+            + self.top_replayed.bytes()
             + self.part_at.capacity() * size_of::<u32>()
             + self.parts.capacity() * size_of::<Part>()
             + self
                 .parts
                 .iter()
-                .map(|p| {
-                    p.walk.bytes() + p.heights.capacity() * size_of::<f32>() + emitted(&p.emitted)
-                })
+                .map(|p| p.walk.bytes() + p.replayed.bytes() + emitted(&p.emitted))
                 .sum::<usize>()
     }
+
+    /// The boxes of the squares the last frame drew triangles of, in the order of its
+    /// triangles, grown to their drawn heights (which geomorphing can move out of the
+    /// stored box).
+    pub fn drawn_boxes(&self, depth: u32, out: &mut Vec<Aabb>) {
+        self.top.drawn_boxes(&self.top_replayed.heights, out);
+        for subtree in &self.subtrees {
+            let part = &self.parts[self.part_at[position(subtree.sq, depth)] as usize];
+            part.walk.drawn_boxes(&part.replayed.heights, out);
+        }
+    }
+}
+
+/// A subtree position's index in [`RenderBuffers::part_at`], subtrees `depth` levels down.
+fn position(sq: Sq, depth: u32) -> usize {
+    ((sq.iz << depth) + sq.ix) as usize
 }
 
 impl AdaptiveLod<'_> {
@@ -295,9 +306,10 @@ impl AdaptiveLod<'_> {
         corners: [f32; 4],
     ) {
         use rayon::prelude::*;
+        let depth = self.subtree_depth();
         let RenderBuffers {
             top,
-            top_heights,
+            top_replayed,
             subtrees,
             parts,
             part_at,
@@ -305,14 +317,7 @@ impl AdaptiveLod<'_> {
         } = buffers;
         subtrees.clear();
         top.begin(frustum.is_some());
-        let depth = self
-            .finest
-            .saturating_sub(SUBTREE_LEVELS)
-            .clamp(1, MAX_SUBTREE_DEPTH);
-        let mut split = Split {
-            depth: depth as u32,
-            subtrees,
-        };
+        let mut split = Split { depth, subtrees };
         let root = Sq::ROOT;
         self.record(
             top,
@@ -322,7 +327,9 @@ impl AdaptiveLod<'_> {
             CORNER_SLOTS,
             Some(&mut split),
         );
-        self.replay(top, corners, morpher, top_heights, out);
+        // The top is recorded every frame: linking its squares across (a sort) would
+        // cost more than the projections it saves.
+        self.replay(top, corners, morpher, top_replayed, out);
         out.indices.extend_from_slice(&top.indices);
         let positions = 1usize << (2 * depth);
         if part_at.len() < positions {
@@ -331,14 +338,15 @@ impl AdaptiveLod<'_> {
         for part in parts.iter_mut() {
             part.subtree = None;
         }
-        let position = |sq: Sq| ((sq.iz << depth) + sq.ix) as usize;
         for subtree in subtrees.iter() {
-            let at = &mut part_at[position(subtree.sq)];
+            let at = &mut part_at[position(subtree.sq, depth)];
             if *at == NO_PART {
                 *at = parts.len() as u32;
                 parts.push(Part::default());
             }
-            let corners = subtree.corners.map(|slot| top_heights[slot as usize]);
+            let corners = subtree
+                .corners
+                .map(|slot| top_replayed.heights[slot as usize]);
             parts[*at as usize].subtree = Some((*subtree, corners));
         }
         let walk = |part: &mut Part| {
@@ -351,13 +359,14 @@ impl AdaptiveLod<'_> {
                 part.walk.begin(frustum.is_some());
                 let (sq, around) = (subtree.sq, &subtree.around);
                 self.record(&mut part.walk, frustum, sq, around, CORNER_SLOTS, None);
+                part.walk.finish();
             }
             part.emitted.clear();
             self.replay(
                 &part.walk,
                 corners,
                 morpher,
-                &mut part.heights,
+                &mut part.replayed,
                 &mut part.emitted,
             );
         };
@@ -369,10 +378,9 @@ impl AdaptiveLod<'_> {
         }
         *reused = (0, top.squares());
         for subtree in subtrees.iter() {
-            let part = &parts[part_at[position(subtree.sq)] as usize];
+            let part = &parts[part_at[position(subtree.sq, depth)] as usize];
             out.indices.extend_from_slice(&part.walk.indices);
             out.morphs.extend_from_slice(&part.emitted.morphs);
-            out.drawn.extend_from_slice(&part.emitted.drawn);
             out.nodes_drawn += part.emitted.nodes_drawn;
             let squares = part.walk.squares();
             reused.1 += squares;
@@ -380,6 +388,13 @@ impl AdaptiveLod<'_> {
                 reused.0 += squares;
             }
         }
+    }
+
+    /// The level of the subtrees whose walks are recorded apart.
+    pub(super) fn subtree_depth(&self) -> u32 {
+        self.finest
+            .saturating_sub(SUBTREE_LEVELS)
+            .clamp(1, MAX_SUBTREE_DEPTH) as u32
     }
 
     /// Records the walk of the enabled square `sq` (neighbours `around`) and its enabled
@@ -460,7 +475,11 @@ impl AdaptiveLod<'_> {
             };
             let kind = VertexKind::Edge {
                 side: side as u8,
-                across: n < ABSENT,
+                across: if n < ABSENT {
+                    Across::Coded
+                } else {
+                    Across::None
+                },
             };
             mids[side] = Some(self.record_vertex(
                 walk,

@@ -433,7 +433,9 @@ impl Layer {
     }
 
     /// [`Layer::sample`] at `(us[i], vs[i])` into `out[i]`, `cell` keeping this layer's
-    /// last lattice cell (the same values, in vector lanes).
+    /// last lattice cell (the same values, in vector lanes). Inlined into its callers so
+    /// that [`ProceduralTerrain`]'s wider-vector window compiles its lanes too.
+    #[inline(always)]
     fn sample_row(
         &self,
         (us, vs): (&[f32], &[f32]),
@@ -613,6 +615,7 @@ struct OctaveRows {
 impl OctaveRows {
     /// Adds `octaves` at the warped positions `pu`, `pv` to `sum`, with the mountain mask
     /// `ridged`; octave `k` keeps its last lattice cell in `cells[k]`.
+    #[inline(always)]
     fn add(&mut self, octaves: &[Layer], cells: &mut [CellGradients], ridged: &[f32]) {
         let OctaveRows {
             pu,

@@ -161,6 +161,7 @@ pub(super) struct NoiseRow {
 /// bit for bit; `cell` keeps the layer's last cell from row to row. Samples are taken in
 /// runs that share a cell: its gradients are hashed once and the run is computed in
 /// vector lanes.
+#[inline(always)]
 pub(super) fn gradient_noise_row(
     seed: u64,
     xs: &[f32],

@@ -14,7 +14,7 @@
 
 use super::AdaptiveLod;
 use super::render::{Emitted, Morpher, Projected};
-use super::tree::{Sq, position_beside};
+use super::tree::{Sq, SquareTree, position_beside};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::lod::MorphedHeight;
 
@@ -87,7 +87,7 @@ struct VertexStep {
     own_error: f32,
     /// For an edge vertex with a square across: that square's side test of it (read
     /// while recording, so the replay misses no cache line for it), and where its box
-    /// comes from: [`Across::Walked`], the index of its step in this walk;
+    /// comes from: [`Across::Walked`], its index among the squares walked;
     /// [`Across::Coded`], its vertical box codes (`min | max << 16`).
     across_error: f32,
     across_box: u32,
@@ -117,7 +117,8 @@ pub(super) enum Across {
     /// vertices; the projection is then made once per square and frame, not once per
     /// vertex).
     Walked,
-    /// A square outside this walk (culled, or in another subtree): its box from its
+    /// A square not linked: outside this walk (culled, or in another subtree), or any
+    /// square of a walk never linked (the walk above the subtrees). Its box from its
     /// position and codes.
     Coded,
 }
@@ -149,8 +150,9 @@ impl RecordedWalk {
     }
 
     /// Ends the recording: an edge vertex whose square across was walked too takes its
-    /// projection from that square's step on replay.
-    pub fn finish(&mut self) {
+    /// projection from that square's step on replay. (Without it, every square across
+    /// stays [`Across::Coded`]: the same boxes, projected once per vertex.)
+    pub fn finish(&mut self, tree: &SquareTree) {
         self.by_position.clear();
         self.by_position.extend(
             self.squares
@@ -174,8 +176,15 @@ impl RecordedWalk {
                     .by_position
                     .binary_search_by_key(&key, |&(level, iz, ix, _)| (level, iz, ix))
                 {
+                    let walked = self.by_position[found].3;
+                    // The one stored square at that position: the box the codes give.
+                    debug_assert!({
+                        let codes = (step.across_box as u16, (step.across_box >> 16) as u16);
+                        let coded = tree.aabb_at(key.0, ix, iz, codes);
+                        self.squares[walked as usize].aabb == coded
+                    });
                     *across = Across::Walked;
-                    step.across_box = self.by_position[found].3;
+                    step.across_box = walked;
                 }
             }
         }

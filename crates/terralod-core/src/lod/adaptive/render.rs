@@ -359,7 +359,7 @@ impl AdaptiveLod<'_> {
                 part.walk.begin(frustum.is_some());
                 let (sq, around) = (subtree.sq, &subtree.around);
                 self.record(&mut part.walk, frustum, sq, around, CORNER_SLOTS, None);
-                part.walk.finish();
+                part.walk.finish(&self.tree);
             }
             part.emitted.clear();
             self.replay(

@@ -130,7 +130,8 @@ impl ImportSource for ProceduralTerrain {
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
         #[cfg(target_arch = "x86_64")]
         if wide_lanes() {
-            // SAFETY: `window_wide` needs exactly the CPU features `wide_lanes` found.
+            // SAFETY: `window_wide` needs the CPU features `wide_lanes` found (and those
+            // they imply, which the detection reports only with them).
             #[allow(unsafe_code)]
             return Ok(Samples::U16(unsafe { self.window_wide(cols, rows) }));
         }
@@ -139,8 +140,7 @@ impl ImportSource for ProceduralTerrain {
 }
 
 /// Whether this CPU runs [`ProceduralTerrain::window_wide`] (AVX-512 with 64-bit
-/// integer products: checked once per window, a few hundred nanoseconds against
-/// milliseconds of noise).
+/// integer products; checked once per window, a cached answer after the first).
 #[cfg(target_arch = "x86_64")]
 fn wide_lanes() -> bool {
     use std::arch::is_x86_feature_detected as has;
@@ -151,10 +151,11 @@ impl ProceduralTerrain {
     /// [`ProceduralTerrain::window`] compiled for AVX-512, chosen at run time (the
     /// release build targets baseline x86-64, whose lanes are 4 floats and which has no
     /// vector 64-bit product for the lattice hashes): 1.5 × faster on the 2-core EPYC
-    /// (BENCHMARKS, "the procedural source in wider lanes"). The same operations in
-    /// each lane, so the same bits: no fused multiply-add (Rust never contracts, FMA is
-    /// not enabled), and `a_window_read_row_by_row_equals_its_samples_computed_alone`
-    /// compares this path with the scalar `raw` wherever the CPU has it.
+    /// (BENCHMARKS, "the procedural source in wider lanes"). The same exactly rounded
+    /// operations in each lane, so the same bits (Rust never fuses a multiply and an
+    /// add, though AVX-512 has FMA); `a_window_read_row_by_row_equals_its_samples_computed_alone`
+    /// compares this path with the scalar `raw` wherever the CPU has it, in release in
+    /// CI as well (where the loops are vectorised).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
     fn window_wide(&self, cols: &[u32], rows: &[u32]) -> Vec<u16> {
@@ -270,7 +271,12 @@ mod tests {
                 .flat_map(|&row| cols.iter().map(move |&col| (col, row)))
                 .map(|(col, row)| terrain.raw(col, row))
                 .collect();
+            // `read_window` runs the AVX-512 window where the CPU has it: the baseline
+            // one is checked too. (Their vector loops exist in optimised builds only:
+            // `.ci/run` runs this test in release as well.)
             assert_eq!(window, alone, "from {start}, stride {stride}");
+            let baseline = terrain.window(&cols, &rows);
+            assert_eq!(baseline, alone, "baseline, from {start}, stride {stride}");
         }
     }
 

@@ -194,8 +194,14 @@ impl ProceduralTerrain {
             ] {
                 pair[0].sample_row(at, &mut cells[0], buffers, &mut first);
                 pair[1].sample_row(at, &mut cells[1], buffers, &mut second);
-                out.clear();
-                out.extend((0..n).map(|i| along[i] + warp_offset(pair, first[i], second[i])));
+                // A plain loop, so it compiles inside the wide window too (an `extend` of
+                // a `map` stayed an out-of-line baseline function there).
+                out.resize(n, 0.0);
+                for (((o, &at), &a), &b) in
+                    out.iter_mut().zip(along.iter()).zip(&first).zip(&second)
+                {
+                    *o = at + warp_offset(pair, a, b);
+                }
             }
             layers
                 .mask

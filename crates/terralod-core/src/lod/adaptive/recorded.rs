@@ -113,9 +113,8 @@ pub(super) enum VertexKind {
 pub(super) enum Across {
     /// None (the grid's border, or a square not stored).
     None,
-    /// A square this walk walked: the projection of its step's box serves (most edge
-    /// vertices; the projection is then made once per square and frame, not once per
-    /// vertex).
+    /// A square this walk walked: the projection of its step's box serves (made once
+    /// per square and replay, not once per vertex).
     Walked,
     /// A square not linked: outside this walk (culled, or in another subtree), or any
     /// square of a walk never linked (the walk above the subtrees). Its box from its
@@ -130,6 +129,14 @@ struct DrawnStep {
     /// Its index in the squares walked.
     square: u32,
     corners: [u32; 4],
+}
+
+impl VertexStep {
+    /// The vertical box codes of the square across, for [`Across::Coded`].
+    #[inline(always)]
+    fn across_codes(&self) -> (u16, u16) {
+        (self.across_box as u16, (self.across_box >> 16) as u16)
+    }
 }
 
 // The sizes BENCHMARKS reports (bytes per enabled square of a recording).
@@ -164,13 +171,14 @@ impl RecordedWalk {
         let mut steps = self.vertices.iter_mut();
         for square in &self.squares {
             for step in steps.by_ref().take(square.vertices.into()) {
-                let VertexKind::Edge { side, across } = &mut step.kind else {
+                let VertexKind::Edge {
+                    side,
+                    across: Across::Coded,
+                } = step.kind
+                else {
                     continue;
                 };
-                if *across != Across::Coded {
-                    continue;
-                }
-                let (ix, iz) = position_beside(square.ix, square.iz, usize::from(*side));
+                let (ix, iz) = position_beside(square.ix, square.iz, usize::from(side));
                 let key = (u32::from(square.level), iz, ix);
                 if let Ok(found) = self
                     .by_position
@@ -179,11 +187,13 @@ impl RecordedWalk {
                     let walked = self.by_position[found].3;
                     // The one stored square at that position: the box the codes give.
                     debug_assert!({
-                        let codes = (step.across_box as u16, (step.across_box >> 16) as u16);
-                        let coded = tree.aabb_at(key.0, ix, iz, codes);
+                        let coded = tree.aabb_at(key.0, ix, iz, step.across_codes());
                         self.squares[walked as usize].aabb == coded
                     });
-                    *across = Across::Walked;
+                    step.kind = VertexKind::Edge {
+                        side,
+                        across: Across::Walked,
+                    };
                     step.across_box = walked;
                 }
             }
@@ -382,8 +392,7 @@ impl AdaptiveLod<'_> {
                             Across::Coded => {
                                 let (ix, iz) = position_beside(square.ix, square.iz, side.into());
                                 let level = u32::from(square.level);
-                                let codes =
-                                    (step.across_box as u16, (step.across_box >> 16) as u16);
+                                let codes = step.across_codes();
                                 morpher.project(&self.tree.aabb_at(level, ix, iz, codes))
                             }
                         };

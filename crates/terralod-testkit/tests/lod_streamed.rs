@@ -5,12 +5,14 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use terralod_core::lod::{LodAlgorithm, LodOptions, StreamedLod, View};
+use terralod_core::lod::{
+    LodAlgorithm, LodOptions, StreamedLod, StreamedQuadtreeLod, StreamingLod, View,
+};
 use terralod_core::tiles::{
     DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TerrainHeader, TileKey,
     TileSource, block_tile,
 };
-use terralod_core::{Camera, GridPos, Heightfield, WorldMapping};
+use terralod_core::{Aabb, Camera, Containment, GridPos, Heightfield, WorldMapping};
 use terralod_testkit::fixtures::smooth_random;
 use terralod_testkit::{GridRect, check_mesh, measure_error};
 
@@ -186,40 +188,55 @@ fn missing_roots_draw_nothing_and_nothing_panics() {
     assert_eq!(lod.source().frames, 2);
 }
 
-/// With every tile resident the oracle's projected error stays within τ on a terrain deep
-/// enough for several levels of blocks, including seams (the registry tests use smaller
-/// fields), and with the default-sized blocks on a larger one.
+/// With every tile resident the oracle's projected error stays within τ on terrains deep
+/// enough for several levels of blocks, including seams (the registry's fields fit one
+/// 256-cell tile).
 #[test]
 fn all_resident_keeps_tolerance() {
-    for (field, options) in [
-        (field(), OPTIONS),
-        (
-            smooth_random(129, 129, 9, 60.0).expect("valid"),
-            MemoryTilesOptions {
-                tile_cells: 32,
-                block_cells: 8,
-            },
-        ),
-    ] {
+    for (field, options) in fields_with_levels() {
         let mut lod = StreamedLod::new(
             MemoryTiles::new(&field, options).expect("valid"),
             LodOptions::default(),
         );
-        for camera in cameras(&field) {
-            for tolerance in [0.5, 2.0] {
-                let view = View::screen(camera, tolerance).expect("valid");
-                let mesh = lod.select(&view).to_mesh(&field);
-                assert!(check_mesh(&mesh, None).is_watertight());
-                let errors = measure_error(&field, &mesh, Some(&camera)).expect("camera");
-                let projected = errors.projected.expect("camera");
-                assert!(
-                    projected.max <= f64::from(tolerance) * (1.0 + 1e-4) + 1e-3,
-                    "{} > {tolerance}",
-                    projected.max
-                );
-            }
+        views_within_tolerance(&mut lod, &field);
+    }
+}
+
+/// Terrains deep enough for several levels of tiles and blocks: the test field with tiny
+/// tiles, and a larger one with 16-cell tiles.
+fn fields_with_levels() -> [(Heightfield, MemoryTilesOptions); 2] {
+    [
+        (field(), OPTIONS),
+        (
+            smooth_random(129, 97, 9, 60.0).expect("valid"),
+            MemoryTilesOptions {
+                tile_cells: 16,
+                block_cells: 4,
+            },
+        ),
+    ]
+}
+
+/// Selects from every test camera at τ = 0.5 and 2 px: each mesh watertight and within τ
+/// by the oracle. Returns the views.
+fn views_within_tolerance(lod: &mut dyn LodAlgorithm, field: &Heightfield) -> Vec<View> {
+    let mut views = Vec::new();
+    for camera in cameras(field) {
+        for tolerance in [0.5, 2.0] {
+            let view = View::screen(camera, tolerance).expect("valid");
+            let mesh = lod.select(&view).to_mesh(field);
+            assert!(check_mesh(&mesh, None).is_watertight());
+            let errors = measure_error(field, &mesh, Some(&camera)).expect("camera");
+            let projected = errors.projected.expect("camera");
+            assert!(
+                projected.max <= f64::from(tolerance) * (1.0 + 1e-4) + 1e-3,
+                "{} > {tolerance}",
+                projected.max
+            );
+            views.push(view);
         }
     }
+    views
 }
 
 /// Procedural detail below the stored levels (A9): the streamed meshes over the detail
@@ -288,4 +305,190 @@ fn procedural_detail_keeps_tolerance() {
     }
     assert!(finest_drawn, "no camera reached the finest detail level");
     assert!(simplified, "every view drew the detail in full");
+}
+
+/// The level-`level` tile holding node `(k, ix, iz)` of the streamed quadtree (4-cell tiles).
+fn node_tile((k, ix, iz): (u32, u32, u32), level: u32) -> TileKey {
+    let shift = level + OPTIONS.tile_cells.trailing_zeros();
+    (level, (ix << k) >> shift, (iz << k) >> shift)
+}
+
+/// The streamed quadtree with missing tiles: watertight, nothing drawn from a missing
+/// tile, the larger node held back; once every tile is resident, the all-resident meshes.
+#[test]
+fn streamed_quadtree_draws_larger_nodes_while_tiles_are_missing() {
+    let field = field();
+    let inner = MemoryTiles::new(&field, OPTIONS).expect("valid");
+    let source = Partial {
+        inner,
+        refuse: checkerboard,
+        refused: HashSet::new(),
+        frames: 0,
+    };
+    let mut lod =
+        StreamedQuadtreeLod::new(source, LodOptions::default()).with_builds_per_frame(u32::MAX);
+    let mut reference = StreamedQuadtreeLod::new(
+        MemoryTiles::new(&field, OPTIONS).expect("valid"),
+        LodOptions::default(),
+    )
+    .with_builds_per_frame(u32::MAX);
+    let mut views: Vec<View> = cameras(&field)
+        .into_iter()
+        .flat_map(|c| [0.5, 3.0].map(|t| View::screen(c, t).expect("valid view")))
+        .collect();
+    views.push(View::world_error(0.01).expect("valid"));
+    let mut held_back = 0;
+    for view in &views {
+        let mesh = lod.select(view).to_mesh(&field);
+        let report = check_mesh(&mesh, None);
+        assert!(report.is_watertight(), "{report}");
+        held_back += lod.counters().nodes_held_back;
+        for (node, level) in lod.drawn_nodes() {
+            let tile = node_tile(node, level);
+            assert!(
+                !checkerboard(tile),
+                "node {node:?} drawn from missing {tile:?}"
+            );
+        }
+        if view.camera().is_none() {
+            // Every sample covered even so: the larger nodes stand in.
+            let errors = measure_error(&field, &mesh, None).expect("no camera");
+            assert_eq!(errors.uncovered, 0);
+            let full = triangles(&mut reference, view);
+            assert!(mesh.triangles.len() < full.len());
+        }
+    }
+    assert!(held_back > 0, "some node waited for a tile");
+    assert!(
+        !lod.source().refused.is_empty(),
+        "missing tiles were asked for"
+    );
+
+    lod.source_mut().refuse = |_| false;
+    for view in &views {
+        assert_eq!(triangles(&mut lod, view), triangles(&mut reference, view));
+        assert_eq!(lod.counters().nodes_held_back, 0);
+    }
+
+    // Without its roots' tiles nothing is drawn, and nothing panics.
+    lod.source_mut().refuse = |_| true;
+    assert_eq!(lod.select(&views[0]).triangle_count(), 0);
+}
+
+/// The streamed quadtree's bounds over several levels of tiles (the registry's fields fit
+/// one 256-cell tile): within τ by the oracle, watertight and covering the leaves'
+/// extent; and with one tile pyramid built per frame, still watertight while the bounds
+/// tighten, the all-resident meshes once every pyramid is built.
+#[test]
+fn streamed_quadtree_keeps_tolerance_over_levels_of_tiles() {
+    for (field, options) in fields_with_levels() {
+        let mut lod = StreamedQuadtreeLod::new(
+            MemoryTiles::new(&field, options).expect("valid"),
+            LodOptions::default(),
+        )
+        .with_builds_per_frame(u32::MAX);
+        let mut views = views_within_tolerance(&mut lod, &field);
+        let max_error = 0.05 * (field.world_range().1 - field.world_range().0);
+        let view = View::world_error(max_error).expect("valid");
+        let mesh = lod.select(&view).to_mesh(&field);
+        let even = |samples: u32| (samples - 1).div_ceil(2) * 2;
+        let region = GridRect::new(0, 0, even(field.width()), even(field.height()));
+        let report = check_mesh(&mesh, Some(region));
+        assert!(report.is_watertight(), "{report}");
+        let errors = measure_error(&field, &mesh, None).expect("no camera");
+        assert_eq!(errors.uncovered, 0);
+        assert!(
+            errors.world.max <= f64::from(max_error),
+            "{}",
+            errors.world.max
+        );
+        views.push(view);
+
+        let mut slow = StreamedQuadtreeLod::new(
+            MemoryTiles::new(&field, options).expect("valid"),
+            LodOptions::default(),
+        )
+        .with_builds_per_frame(1);
+        for view in &views {
+            let mut frames = 0;
+            loop {
+                let mesh = slow.select(view).to_mesh(&field);
+                assert!(check_mesh(&mesh, None).is_watertight());
+                frames += 1;
+                if slow.counters().tiles_built == 0 {
+                    break;
+                }
+                assert!(frames < 1000, "the pyramids are never all built");
+            }
+            let (a, b) = (triangles(&mut slow, view), triangles(&mut lod, view));
+            assert!(a == b, "{} against {} triangles", a.len(), b.len());
+        }
+    }
+}
+
+/// Procedural detail (A9) under the streamed quadtree: watertight and within τ of the
+/// generated terrain.
+#[test]
+fn streamed_quadtree_over_procedural_detail_keeps_tolerance() {
+    let field = smooth_random(33, 33, 5, 40.0).expect("valid");
+    let stored = MemoryTiles::new(&field, OPTIONS).expect("valid");
+    let options = DetailOptions {
+        tiles_per_frame: u32::MAX,
+        ..DetailOptions::DEFAULT.with_levels(1)
+    };
+    let mut lod = StreamedQuadtreeLod::new(
+        DetailTiles::new(stored, options).expect("valid"),
+        LodOptions::default(),
+    )
+    .with_builds_per_frame(u32::MAX);
+    let generated = lod.source_mut().to_heightfield().expect("resident");
+    for camera in cameras(&generated) {
+        let view = View::screen(camera, 1.0).expect("valid");
+        let mesh = lod.select(&view).to_mesh(&generated);
+        assert!(check_mesh(&mesh, None).is_watertight());
+        let errors = measure_error(&generated, &mesh, Some(&camera)).expect("camera");
+        let projected = errors.projected.expect("camera");
+        assert!(projected.max <= 1.0 + 1e-3, "{}", projected.max);
+    }
+}
+
+/// The streamed quadtree asks only for tiles under what the view sees: with every level-0
+/// tile refused (so each one asked for is recorded), none asked for lies wholly outside the
+/// frustum.
+#[test]
+fn streamed_quadtree_asks_only_for_visible_tiles() {
+    let field = smooth_random(129, 97, 9, 60.0).expect("valid");
+    let options = MemoryTilesOptions {
+        tile_cells: 16,
+        block_cells: 4,
+    };
+    let (lo, hi) = field.world_range();
+    let cell = field.mapping().cell_size;
+    for camera in cameras(&field) {
+        let source = Partial {
+            inner: MemoryTiles::new(&field, options).expect("valid"),
+            refuse: |(level, _, _)| level == 0,
+            refused: HashSet::new(),
+            frames: 0,
+        };
+        let mut lod =
+            StreamedQuadtreeLod::new(source, LodOptions::default()).with_builds_per_frame(u32::MAX);
+        let view = View::screen(camera, 0.5).expect("valid");
+        lod.select(&view);
+        let frustum = view.frustum().expect("a screen view");
+        let asked = &lod.source().refused;
+        assert!(!asked.is_empty(), "the view wants level 0 somewhere");
+        for &(_, tx, ty) in asked {
+            let side = 16.0 * cell;
+            let square = Aabb {
+                min: glam::Vec3::new(tx as f32 * side, lo, ty as f32 * side),
+                max: glam::Vec3::new((tx + 1) as f32 * side, hi, (ty + 1) as f32 * side),
+            };
+            assert_ne!(
+                frustum.classify(&square),
+                Containment::Outside,
+                "tile ({tx}, {ty}) asked for outside the view"
+            );
+        }
+    }
 }

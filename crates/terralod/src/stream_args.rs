@@ -1,5 +1,6 @@
 //! Flags and helpers of the commands that stream an imported directory through the tile
-//! cache (`--algo streamed` over a directory, issue 9) instead of loading it whole.
+//! cache (`--algo streamed` or `streamed-quadtree` over a directory, issue 9) instead of
+//! loading it whole.
 
 use crate::terrain_args::{Terrain, TerrainArgs};
 use anyhow::{Context, bail};
@@ -9,7 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use terralod_core::Aabb;
 use terralod_core::Heightfield;
-use terralod_core::lod::{LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedLod, View};
+use terralod_core::lod::{
+    LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedLod, StreamedQuadtreeLod,
+    StreamingLod, View,
+};
 use terralod_core::tiles::{
     DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TileCache, TiledTerrain,
 };
@@ -17,15 +21,15 @@ use terralod_core::tiles::{
 /// The tile cache of a streamed directory.
 #[derive(Debug, Args)]
 pub struct StreamArgs {
-    /// With `--algo streamed` over an imported directory (streamed, not loaded): the tile
-    /// cache's memory cap, in MiB of decoded tiles [default: 1024].
+    /// With a streaming algorithm (`streamed`, `streamed-quadtree`) over an imported
+    /// directory (streamed, not loaded): the tile cache's memory cap, in MiB of decoded tiles [default: 1024].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub cache_mb: Option<u32>,
-    /// With `--algo streamed` over an imported directory: threads loading tiles
+    /// With a streaming algorithm over an imported directory: threads loading tiles
     /// [default: 2].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub loader_threads: Option<u32>,
-    /// With `--algo streamed` over an imported directory: procedural detail levels below
+    /// With a streaming algorithm over an imported directory: procedural detail levels below
     /// the finest stored one, each with cells half as wide, generated around the camera
     /// and dropped when it leaves (at most log2 of the tile size).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
@@ -38,7 +42,7 @@ pub struct StreamArgs {
 
 impl StreamArgs {
     /// Refuses the streaming flags where nothing streams (a file, or an algorithm other
-    /// than `streamed`): they would be ignored without a word.
+    /// than the streaming ones): they would be ignored without a word.
     pub fn refuse_unless_streamed(&self, streamed: bool) -> anyhow::Result<()> {
         let given = [
             ("--detail-levels", self.detail_levels > 0),
@@ -47,8 +51,8 @@ impl StreamArgs {
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given).filter(|_| !streamed) {
             bail!(
-                "{flag} applies to --algo streamed over an imported directory (terralod \
-                 import makes one)"
+                "{flag} applies to --algo streamed or streamed-quadtree over an imported \
+                 directory (terralod import makes one)"
             );
         }
         if self.detail_roughness.is_some() && self.detail_levels == 0 {
@@ -81,9 +85,17 @@ impl StreamArgs {
 /// this many samples is assembled in memory (16 MB of `f32` at most).
 const PLAN_SAMPLES: u64 = 1 << 22;
 
+/// The algorithms that stream an imported directory through the tile cache (any other
+/// loads its finest level whole).
+pub const STREAMING: [&str; 2] = ["streamed", "streamed-quadtree"];
+
+pub fn is_streaming(algorithm: &str) -> bool {
+    STREAMING.contains(&algorithm)
+}
+
 /// Whether `file` is an imported directory that `algorithm` streams.
 pub fn streams<'a>(file: Option<&'a Path>, algorithm: &str) -> Option<&'a Path> {
-    file.filter(|f| f.is_dir() && algorithm == "streamed")
+    file.filter(|f| f.is_dir() && is_streaming(algorithm))
 }
 
 /// An opened directory: the tiles, and a coarse level of it for planning cameras.
@@ -127,9 +139,11 @@ impl StreamedTerrain {
         Err(error.context(format!("planning over {}", dir.display())))
     }
 
-    /// The streamed algorithm over a new tile cache of this directory.
+    /// Streaming algorithm `name` (one of [`STREAMING`]) over a new tile cache of this
+    /// directory.
     pub fn algorithm(
         &self,
+        name: &str,
         args: &StreamArgs,
         options: LodOptions,
     ) -> anyhow::Result<ReportingStream> {
@@ -139,7 +153,11 @@ impl StreamedTerrain {
             })?;
         let tiles = DetailTiles::new(cache, args.detail())
             .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
-        Ok(ReportingStream(StreamedLod::new(tiles, options)))
+        Ok(ReportingStream(match name {
+            "streamed" => Box::new(StreamedLod::new(tiles, options)),
+            "streamed-quadtree" => Box::new(StreamedQuadtreeLod::new(tiles, options)),
+            _ => bail!("{name} does not stream; the streaming algorithms: {STREAMING:?}"),
+        }))
     }
 
     /// The finest level as drawn (detail included) for the oracles, if it has at most
@@ -169,14 +187,14 @@ impl StreamedTerrain {
 }
 
 /// What a drawing command (`render`, `view`) draws: an imported directory it streams
-/// (`--algo streamed` over a directory), or a terrain loaded whole.
+/// (a streaming algorithm over a directory), or a terrain loaded whole.
 pub enum DrawnTerrain {
     Streamed(StreamedTerrain),
     Loaded(Terrain),
 }
 
 impl DrawnTerrain {
-    /// Streams `args.file` when it is a directory and `algorithm` is `streamed`, else loads.
+    /// Streams `args.file` when it is a directory and `algorithm` streams, else loads.
     pub fn open(args: &TerrainArgs, algorithm: &str) -> anyhow::Result<DrawnTerrain> {
         Ok(match streams(args.file.as_deref(), algorithm) {
             Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args)?),
@@ -208,11 +226,21 @@ impl DrawnTerrain {
     }
 }
 
-/// The streamed algorithm over a tile cache, as a plain [`LodAlgorithm`] for the viewer
-/// and the renderer: before each selection it prints, once each, the tiles that failed to
-/// load since the last one (the coarser level stands in for them).
-#[derive(Debug)]
-pub struct ReportingStream(pub StreamedLod<DetailTiles<TileCache>>);
+/// A streaming algorithm over the tile cache of a directory.
+pub type StreamingAlgorithm = dyn StreamingLod<Source = DetailTiles<TileCache>>;
+
+/// A streaming algorithm over a tile cache, as a plain [`LodAlgorithm`] for the viewer and
+/// the renderer: before each selection it prints, once each, the tiles that failed to load
+/// since the last one (the coarser level stands in for them).
+pub struct ReportingStream(pub Box<StreamingAlgorithm>);
+
+impl std::fmt::Debug for ReportingStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ReportingStream")
+            .field(&self.0.name())
+            .finish()
+    }
+}
 
 impl ReportingStream {
     fn report(&mut self) {
@@ -277,8 +305,10 @@ pub fn settle(
         selections += 1;
         algorithm.report();
         let tiles = algorithm.0.source();
-        // Loads under way, and detail tiles left for the next selection.
-        let pending = tiles.inner().pending_loads() as u64 + tiles.stats().deferred;
+        // Loads under way, and detail tiles and tile pyramids left for the next selection.
+        let pending = tiles.inner().pending_loads() as u64
+            + tiles.stats().deferred
+            + algorithm.0.stream_counts().deferred;
         if pending == 0 {
             return Ok(selections);
         }

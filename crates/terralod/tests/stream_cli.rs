@@ -1,7 +1,8 @@
-//! End-to-end tests of `--algo streamed` over an imported directory (issue 9): the commands
-//! stream its tiles through the tile cache instead of loading it, the settled mesh is the
-//! mesh of the same terrain held in memory, a flight passes the oracles, and a corrupt tile
-//! is reported once while its coarser level stands in.
+//! End-to-end tests of `--algo streamed` (and `streamed-quadtree`) over an imported
+//! directory (issue 9): the commands stream its tiles through the tile cache instead of
+//! loading it, the settled mesh is the mesh of the same terrain held in memory, a flight
+//! passes the oracles, and a corrupt tile is reported once while its coarser level stands
+//! in.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -77,13 +78,16 @@ fn terrain(dir: &Path) -> (PathBuf, PathBuf) {
     (file, tiles)
 }
 
-/// `mesh TERRAIN --algo streamed --pixel-error 1 --out OUT` from the test camera.
-fn streamed_mesh<'a>(terrain: &'a str, out: &'a str) -> Vec<&'a str> {
+/// The algorithms that stream a directory.
+const STREAMING: [&str; 2] = ["streamed", "streamed-quadtree"];
+
+/// `mesh TERRAIN --algo ALGO --pixel-error 1 --out OUT` from the test camera.
+fn streamed_mesh<'a>(algo: &'a str, terrain: &'a str, out: &'a str) -> Vec<&'a str> {
     let mut args = vec![
         "mesh",
         terrain,
         "--algo",
-        "streamed",
+        algo,
         "--pixel-error",
         "1",
         "--out",
@@ -106,9 +110,15 @@ const CAMERA: [&str; 8] = [
 
 /// The settled streamed mesh of the directory is exactly the in-memory streamed mesh of the
 /// file: same tiles, same block bounds, same selection, vertex for vertex; also under other
-/// mapping flags.
+/// mapping flags. For both streaming algorithms.
 #[test]
 fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
+    for algo in STREAMING {
+        settled_mesh_is_the_in_memory_mesh(algo);
+    }
+}
+
+fn settled_mesh_is_the_in_memory_mesh(algo: &str) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (file, tiles) = terrain(dir.path());
     let (from_file, from_dir) = (dir.path().join("file.obj"), dir.path().join("dir.obj"));
@@ -122,15 +132,21 @@ fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
     );
     // The file and the directory meshed under the same flags: same OBJ, byte for byte.
     let same_mesh = |file_flags: &[&str], dir_flags: &[&str]| {
-        let mut args = streamed_mesh(file, from_file);
+        let mut args = streamed_mesh(algo, file, from_file);
         args.extend_from_slice(&["--raw-size", "129x97"]);
         args.extend_from_slice(file_flags);
         let in_memory = last_json(&ok(&args).0);
-        let mut args = streamed_mesh(tiles, from_dir);
+        let mut args = streamed_mesh(algo, tiles, from_dir);
         args.extend_from_slice(&["--cache-mb", "1"]);
         args.extend_from_slice(dir_flags);
         let streamed = last_json(&ok(&args).0);
-        assert_eq!(streamed["streamed"]["blocks_held_back"], 0, "{streamed}");
+        let unit = if algo == "streamed" {
+            "blocks"
+        } else {
+            "nodes"
+        };
+        let held_back = &streamed["streamed"][format!("{unit}_held_back")];
+        assert_eq!(held_back, 0, "{streamed}");
         assert_eq!(streamed["tolerance_held"], true, "{streamed}");
         assert_eq!(in_memory["vertices"], streamed["vertices"]);
         assert_eq!(in_memory["triangles"], streamed["triangles"]);
@@ -139,7 +155,7 @@ fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
             std::fs::read_to_string(from_file).expect("written"),
             std::fs::read_to_string(from_dir).expect("written"),
         );
-        assert!(a == b, "the OBJ files differ under {dir_flags:?}");
+        assert!(a == b, "{algo}: the OBJ files differ under {dir_flags:?}");
         b
     };
     same_mesh(&MAPPING, &[]);
@@ -166,11 +182,17 @@ fn the_settled_streamed_mesh_is_the_in_memory_mesh() {
 fn a_streamed_flight_passes_the_oracles_within_its_budget() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (_, tiles) = terrain(dir.path());
+    for algo in STREAMING {
+        flight_passes_the_oracles_within_its_budget(&tiles, algo);
+    }
+}
+
+fn flight_passes_the_oracles_within_its_budget(tiles: &Path, algo: &str) {
     let (stdout, _) = ok(&[
         "bench",
         tiles.to_str().expect("UTF-8"),
         "--algo",
-        "streamed",
+        algo,
         "--frames",
         "12",
         "--measure-every",
@@ -184,7 +206,7 @@ fn a_streamed_flight_passes_the_oracles_within_its_budget() {
         "1",
     ]);
     let summary = last_json(&stdout);
-    assert_eq!(summary["algorithm"], "streamed");
+    assert_eq!(summary["algorithm"], algo);
     assert_eq!(summary["frames"], 12);
     assert_eq!(summary["defective_frames"], 0, "{summary}");
     assert_eq!(summary["measured_frames"], 3, "{summary}");
@@ -202,6 +224,12 @@ fn a_streamed_flight_passes_the_oracles_within_its_budget() {
 /// stderr, and draw the coarser level there.
 #[test]
 fn a_corrupt_tile_is_reported_once_and_the_coarser_level_stands_in() {
+    for algo in STREAMING {
+        corrupt_tile_is_reported_once(algo);
+    }
+}
+
+fn corrupt_tile_is_reported_once(algo: &str) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (_, tiles) = terrain(dir.path());
     // Level-0 tile (1, 1) lies under the camera's view; flip bytes in its payload.
@@ -218,7 +246,7 @@ fn a_corrupt_tile_is_reported_once_and_the_coarser_level_stands_in() {
         "mesh",
         tiles.to_str().expect("UTF-8"),
         "--algo",
-        "streamed",
+        algo,
         "--pixel-error",
         "0.5",
         "--out",
@@ -246,7 +274,7 @@ fn a_corrupt_tile_is_reported_once_and_the_coarser_level_stands_in() {
         "bench",
         tiles.to_str().expect("UTF-8"),
         "--algo",
-        "streamed",
+        algo,
         "--frames",
         "6",
         "--check",
@@ -274,7 +302,8 @@ fn procedural_detail_draws_finer_than_the_stored_samples() {
     let (_, tiles) = terrain(dir.path());
     let out = dir.path().join("detail.obj");
     let mesh = |levels: &str| {
-        let mut args = streamed_mesh(tiles.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
+        let (tiles, out) = (tiles.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
+        let mut args = streamed_mesh("streamed", tiles, out);
         args.extend_from_slice(&["--detail-levels", levels]);
         last_json(&ok(&args).0)
     };
@@ -507,6 +536,12 @@ fn a_cache_too_small_for_the_view_is_refused_at_once() {
 /// behind the near plane), so the oracle does see the level-0 samples.
 #[test]
 fn the_streamed_oracle_reads_level_0_by_tiles_and_holds_tau() {
+    for algo in STREAMING {
+        oracle_holds_tau(algo);
+    }
+}
+
+fn oracle_holds_tau(algo: &str) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (_, tiles) = terrain(dir.path());
     let json = dir.path().join("flight.json");
@@ -514,7 +549,7 @@ fn the_streamed_oracle_reads_level_0_by_tiles_and_holds_tau() {
         "bench",
         tiles.to_str().expect("UTF-8"),
         "--algo",
-        "streamed",
+        algo,
         "--speed",
         "2",
         "--fps",
@@ -534,16 +569,18 @@ fn the_streamed_oracle_reads_level_0_by_tiles_and_holds_tau() {
         serde_json::from_str(&std::fs::read_to_string(&json).expect("written")).expect("JSON");
     let frames = report["per_frame"].as_array().expect("per-frame figures");
     let (first, last) = (&frames[0], &frames[19]);
-    assert!(
-        first["blocks_held_back"].as_u64().expect("a count") > 0,
-        "{first}"
-    );
+    let held_back = if algo == "streamed" {
+        "blocks_held_back"
+    } else {
+        "nodes_held_back"
+    };
+    assert!(first[held_back].as_u64().expect("a count") > 0, "{first}");
     assert!(
         first["measured_px"].as_f64().is_none_or(|px| px > 1.0),
         "{first}"
     );
     assert_eq!(report["measured_frames"], 2, "{report}");
-    assert_eq!(last["blocks_held_back"], 0, "{last}");
+    assert_eq!(last[held_back], 0, "{algo}: {last}");
     let measured = last["measured_px"].as_f64().expect("measured");
-    assert!(measured > 0.0 && measured <= 1.0, "{last}");
+    assert!(measured > 0.0 && measured <= 1.0, "{algo}: {last}");
 }

@@ -33,6 +33,7 @@ pub mod presets;
 pub mod quadtree;
 pub mod stitched_patch;
 pub mod streamed;
+pub mod streamed_quadtree;
 
 use crate::camera::{Aabb, BoxLanes, Camera, CameraError, Containment, ErrorProjector, Frustum};
 use crate::heightfield::{GridPos, Heightfield};
@@ -50,6 +51,7 @@ pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod, PoolError};
 pub use presets::{AutoTolerance, Quality};
 pub use quadtree::QuadtreeLod;
 pub use streamed::{StreamStats, StreamedLod};
+pub use streamed_quadtree::{StreamedQuadtreeLod, StreamedQuadtreeStats};
 
 /// The error bound a selection keeps.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -763,12 +765,47 @@ pub trait LodAlgorithm: Send {
     }
 }
 
+/// What a streaming selection counted in its last frame, in its own units (the blocks of
+/// `streamed`, the nodes of `streamed-quadtree`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamCounts {
+    /// "blocks" or "nodes", for reports.
+    pub unit: &'static str,
+    pub drawn: u64,
+    /// Drawn coarser than the view wants because a tile was not resident.
+    pub held_back: u64,
+    /// Resident tiles the selection left for a later frame (work it spreads over frames),
+    /// so a still image selects again until none is left.
+    pub deferred: u64,
+}
+
+/// An algorithm that selects from a [`TileSource`](crate::tiles::TileSource), drawing only
+/// what is resident (issue 9): what the commands that stream a directory need of it.
+pub trait StreamingLod: LodAlgorithm {
+    type Source: crate::tiles::TileSource;
+    fn source(&self) -> &Self::Source;
+    /// The source, e.g. to change what is resident or to take its reports.
+    fn source_mut(&mut self) -> &mut Self::Source;
+    fn stream_counts(&self) -> StreamCounts;
+}
+
 /// What a hierarchical selection pass reads at every node: the view, its frustum (when it
 /// culls) and whether the view-angle-aware bound is on.
 pub(crate) struct Pass<'v> {
     pub view: &'v View,
     pub frustum: Option<&'v Frustum>,
     pub view_angle_aware: bool,
+}
+
+impl<'v> Pass<'v> {
+    /// The pass of `view` with its frustum only when the view culls.
+    pub fn culling(view: &'v View, view_angle_aware: bool) -> Pass<'v> {
+        Pass {
+            view,
+            frustum: if view.cull() { view.frustum() } else { None },
+            view_angle_aware,
+        }
+    }
 }
 
 /// Builds an algorithm for a terrain.
@@ -931,6 +968,22 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
             )))
         },
     },
+    AlgorithmEntry {
+        name: "streamed-quadtree",
+        summary: "algorithm Q's quadtree of 3 x 3 fans over a tiled terrain (issue 9): node \
+              bounds from a pyramid of each resident tile, the coarser node drawn while a \
+              tile loads; here over in-memory tiles",
+        crack_handling: "restricted quadtree (forced splits of larger neighbours when their \
+                     tiles are resident), a fan skips its edge midpoint against a larger \
+                     neighbour",
+        uses_pyramid: false,
+        construct: |field, _pyramid, options| {
+            Ok(Box::new(
+                StreamedQuadtreeLod::new(crate::tiles::MemoryTiles::for_field(field), *options)
+                    .with_builds_per_frame(u32::MAX),
+            ))
+        },
+    },
 ];
 
 /// The registered algorithm called `name`.
@@ -1009,7 +1062,7 @@ mod tests {
             assert_eq!(a.positions, b.positions, "{}", entry.name);
             checked += 1;
         }
-        assert_eq!(checked, 2, "bintree and streamed");
+        assert_eq!(checked, 3, "bintree, streamed and streamed-quadtree");
     }
 
     #[test]

@@ -68,8 +68,8 @@
 
 use super::stitched_patch::{SeamNeighbour, Side, StitchedPatch};
 use super::{
-    GridVertices, LodAlgorithm, LodOptions, PatchInstance, PatchPool, Selection, SelectionStats,
-    View, round_up,
+    GridVertices, LodAlgorithm, LodOptions, Pass, PatchInstance, PatchPool, Selection,
+    SelectionStats, StreamCounts, StreamingLod, View, round_up,
 };
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
@@ -239,15 +239,6 @@ impl<S: TileSource> StreamedLod<S> {
     /// Counters of the last selection.
     pub fn stream_stats(&self) -> &StreamStats {
         &self.stream
-    }
-
-    /// The source, e.g. to change what is resident between frames.
-    pub fn source_mut(&mut self) -> &mut S {
-        &mut self.source
-    }
-
-    pub fn source(&self) -> &S {
-        &self.source
     }
 
     /// The pool of the last selection.
@@ -459,8 +450,9 @@ impl<S: TileSource> StreamedLod<S> {
             }
             match self.try_split(b, pass) {
                 Ok(()) => {}
-                Err(Refusal::MissingTile) => self.stream.blocks_held_back += 1,
-                Err(Refusal::Finest) => {}
+                // A level-0 block gets here only when its coarser neighbours could not be
+                // split (a tile missing) and its coarse seams fail the view.
+                Err(Refusal::MissingTile | Refusal::Finest) => self.stream.blocks_held_back += 1,
             }
         }
     }
@@ -603,13 +595,6 @@ impl<S: TileSource> StreamedLod<S> {
     }
 }
 
-/// What the tree pass reads at every block.
-struct Pass<'v> {
-    view: &'v View,
-    frustum: Option<&'v Frustum>,
-    view_angle_aware: bool,
-}
-
 impl<S: TileSource + Send> LodAlgorithm for StreamedLod<S> {
     fn name(&self) -> &'static str {
         "streamed"
@@ -630,12 +615,8 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedLod<S> {
         self.in_tree.clear();
         self.drawn.clear();
         self.instances.clear();
-        let frustum = if view.cull() { view.frustum() } else { None };
-        let pass = Pass {
-            view,
-            frustum,
-            view_angle_aware: self.view_angle_aware,
-        };
+        let pass = Pass::culling(view, self.view_angle_aware);
+        let frustum = pass.frustum;
         self.select_tree(&pass);
         for k in 0..self.in_tree.len() {
             let b = self.in_tree[k];
@@ -687,6 +668,27 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedLod<S> {
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
         for (b, _) in &self.drawn {
             out.push(self.aabb(*b, &self.bounds(*b)));
+        }
+    }
+}
+
+impl<S: TileSource + Send> StreamingLod for StreamedLod<S> {
+    type Source = S;
+
+    fn source(&self) -> &S {
+        &self.source
+    }
+
+    fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    fn stream_counts(&self) -> StreamCounts {
+        StreamCounts {
+            unit: "blocks",
+            drawn: self.stream.blocks_drawn,
+            held_back: self.stream.blocks_held_back,
+            deferred: 0,
         }
     }
 }

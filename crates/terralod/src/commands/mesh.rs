@@ -125,7 +125,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         .detail
         .load(entry.name, args.terrain.max_samples)?;
     let selected = match streamed {
-        Some(dir) => select_streamed(args, dir, walk.as_ref()),
+        Some(dir) => select_streamed(args, entry.name, dir, walk.as_ref()),
         None => select_loaded(args, entry, detail.as_ref(), walk.as_ref()),
     };
     let selected = match (selected, &frames) {
@@ -408,11 +408,13 @@ fn select_loaded(
     })
 }
 
-/// Streams an imported directory through the tile cache (`--algo streamed`): selects until
-/// every tile the view asks for is resident (or failed, reported), then exports the mesh
-/// drawn from the pool, with no heightfield of the whole terrain in memory.
+/// Streams an imported directory through the tile cache (`--algo streamed` or
+/// `streamed-quadtree`): selects until every tile the view asks for is resident (or
+/// failed, reported), then exports the mesh drawn from the pool, with no heightfield of
+/// the whole terrain in memory.
 fn select_streamed(
     args: &MeshArgs,
+    entry_name: &str,
     dir: &Path,
     walk: Option<&Walk<'_>>,
 ) -> anyhow::Result<Selected> {
@@ -428,7 +430,7 @@ fn select_streamed(
         Some(walk) => walk.views(args, |pose| pose_camera(args, &terrain.plan, pose))?,
         None => vec![args.lod.view(|| args.camera.camera(&terrain.plan), None)?],
     };
-    let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
+    let mut algorithm = terrain.algorithm(entry_name, &args.stream, args.lod.options())?;
     // The drawn grid's: finer than the stored one with detail levels.
     let mapping = algorithm.0.source().header().mapping;
     let (last, before) = views.split_last().expect("at least one view");
@@ -453,20 +455,21 @@ fn select_streamed(
     if let Some(walk) = walk {
         walk.frame_done(before.len(), &mesh, &mapping)?;
     }
-    let stream = *algorithm.0.stream_stats();
+    let stream = algorithm.0.stream_counts();
     let tiles = algorithm.0.source();
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
     // Blocks drawn coarser than wanted: their tiles failed (now or at an earlier pose of a
     // walk; a failed tile is never asked for again) or were not resident.
-    let tolerance_held = stream.blocks_held_back == 0;
+    let tolerance_held = stream.held_back == 0;
     if !tolerance_held {
         let failed = cache.failures - failed_before;
         eprintln!(
-            "{}: {} blocks drawn from a coarser level ({failed} tiles failed while this view \
+            "{}: {} {} drawn from a coarser level ({failed} tiles failed while this view \
              settled, {} in all), so the tolerance is not held everywhere \
              (\"tolerance_held\": false)",
             dir.display(),
-            stream.blocks_held_back,
+            stream.held_back,
+            stream.unit,
             cache.failures
         );
     }
@@ -482,8 +485,8 @@ fn select_streamed(
             "streamed",
             serde_json::json!({
                 "selections_to_settle": selections + 1,
-                "blocks_drawn": stream.blocks_drawn,
-                "blocks_held_back": stream.blocks_held_back,
+                format!("{}_drawn", stream.unit): stream.drawn,
+                format!("{}_held_back", stream.unit): stream.held_back,
                 "tiles_resident": cache.resident_tiles,
                 "resident_bytes": cache.resident_bytes,
                 "failed_tiles": cache.failures,

@@ -43,7 +43,7 @@ pub struct RenderArgs {
 }
 
 /// The algorithms whose selection is patches, each placed against the LOD frustum.
-const DRAWS_PATCHES: [&str; 3] = ["chunked", "patches", "streamed"];
+const DRAWS_PATCHES: [&str; 4] = ["chunked", "patches", "streamed", "streamed-quadtree"];
 
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.only_entry()?;
@@ -98,7 +98,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let pyramid = Pyramid::build(field);
     let mut algorithm: Box<dyn LodAlgorithm + '_> = match streamed {
         Some(terrain) => {
-            let mut algorithm = terrain.algorithm(&args.stream, args.lod.options())?;
+            let mut algorithm = terrain.algorithm(entry.name, &args.stream, args.lod.options())?;
             // A still image waits for the tiles its view asks for.
             settle(&mut algorithm, &view, SETTLE_LIMIT)?;
             Box::new(algorithm)

@@ -84,18 +84,18 @@ impl std::fmt::Debug for App<'_> {
     }
 }
 
-/// Builds registry entry `index`: `streamed` over the tile cache of the streamed directory
-/// when the viewer streams one, every other entry (and `streamed` otherwise) over the loaded
-/// field.
+/// Builds registry entry `index`: a streaming algorithm over the tile cache of the
+/// streamed directory when the viewer streams one, every other entry (and the streaming
+/// ones otherwise) over the loaded field.
 fn build_algorithm<'a>(
     config: &ViewerConfig<'a>,
     index: usize,
 ) -> anyhow::Result<Box<dyn LodAlgorithm + 'a>> {
     let entry = &REGISTRY[index];
     match config.streamed {
-        Some((terrain, args)) if entry.name == "streamed" => {
-            Ok(Box::new(terrain.algorithm(args, config.options)?))
-        }
+        Some((terrain, args)) if crate::stream_args::is_streaming(entry.name) => Ok(Box::new(
+            terrain.algorithm(entry.name, args, config.options)?,
+        )),
         _ => crate::detail_args::build_algorithm(
             entry,
             config.field,

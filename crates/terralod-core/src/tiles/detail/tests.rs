@@ -4,7 +4,7 @@
 use super::*;
 use crate::camera::Camera;
 use crate::heightfield::{Heightfield, WorldMapping};
-use crate::lod::{LodAlgorithm, LodOptions, StreamedLod, View};
+use crate::lod::{LodAlgorithm, LodOptions, StreamedLod, StreamingLod, View};
 use crate::tiles::{BlockIndex, MemoryTiles, MemoryTilesOptions, level_blocks};
 use glam::Vec3;
 

@@ -14,6 +14,7 @@ mod uploads;
 use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
+use crate::stream_args::is_streaming;
 use crate::terrain_args::{TerrainArgs, parse_positive, parse_size};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -223,14 +224,21 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let names: Vec<&str> = entries.iter().map(|entry| entry.name).collect();
     args.algorithm.refuse_unread(&names, false)?;
     check_outputs(args)?;
-    // `--algo streamed` alone over an imported directory streams it through the tile
-    // cache; any other run loads the directory's finest level whole, as for a file.
+    // One streaming algorithm (`--algo streamed` or `streamed-quadtree`) over an imported
+    // directory streams it through the tile cache; any other run loads the directory's
+    // finest level whole, as for a file.
     let streamed_dir = args
         .terrain
         .file
         .as_deref()
         .filter(|f| f.is_dir() && !args.scaling)
-        .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|name| name == "streamed"));
+        .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|a| is_streaming(a)));
+    if streamed_dir.is_some() && args.algos.len() > 1 {
+        bail!(
+            "a streamed flight flies one algorithm: give --algo streamed or --algo \
+             streamed-quadtree, one per run"
+        );
+    }
     args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
     let only_adaptive = args.algos.len() == 1 && args.algos[0] == "adaptive";
     let detail_field = args.algorithm.detail.load(

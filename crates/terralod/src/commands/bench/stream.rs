@@ -1,18 +1,19 @@
-//! `terralod bench DIR --algo streamed`: a flight over an imported directory through the
-//! tile cache (issue 9): tiles load in the background under `--cache-mb`, the selection
-//! draws what is resident. Reports, besides the usual per-frame figures, what a streamed
-//! flight must keep: resident memory, how long any frame waited on the cache, blocks drawn
-//! coarser because their tile was not there yet, and every failed tile (once).
+//! `terralod bench DIR --algo streamed` (or `streamed-quadtree`): a flight over an imported
+//! directory through the tile cache (issue 9): tiles load in the background under
+//! `--cache-mb`, the selection draws what is resident. Reports, besides the usual
+//! per-frame figures, what a streamed flight must keep: resident memory, how long any
+//! frame waited on the cache, blocks (or nodes) drawn coarser because their tile was not
+//! there yet, and every failed tile (once).
 
 use super::{BenchArgs, Spread, cameras, path, write_json};
 use crate::progress;
-use crate::stream_args::{StreamedTerrain, peak_resident_bytes};
+use crate::stream_args::{StreamedTerrain, StreamingAlgorithm, peak_resident_bytes};
 use anyhow::Context;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use terralod_core::lod::{LodAlgorithm, StreamedLod, View};
+use terralod_core::lod::View;
 use terralod_core::tiles::{DetailTiles, TileCache, TileError, TileSource, TiledTerrain};
 use terralod_core::{Camera, GridMesh, Heightfield};
 use terralod_testkit::{
@@ -40,15 +41,28 @@ enum Oracle {
 pub struct StreamFrame {
     pub select_ms: f64,
     pub triangles: u64,
-    pub blocks_drawn: u64,
-    /// Blocks drawn coarser than wanted because a tile was not resident.
-    pub blocks_held_back: u64,
+    /// Blocks (`streamed`) or nodes (`streamed-quadtree`) drawn: the JSON names them so.
+    #[serde(skip)]
+    pub drawn: u64,
+    /// Of them, drawn coarser than wanted because a tile was not resident.
+    #[serde(skip)]
+    pub held_back: u64,
     pub resident_bytes: u64,
     /// Procedural detail tiles held (`--detail-levels`).
     pub detail_bytes: u64,
     pub measured_px: Option<f64>,
     /// Samples whose true point is in view on a measured frame (what the oracle visited).
     pub measured_samples: Option<u64>,
+}
+
+impl StreamFrame {
+    /// The frame as JSON, its counts named in the algorithm's units (`blocks_drawn`…).
+    fn to_json(self, unit: &str) -> serde_json::Result<serde_json::Value> {
+        let mut value = serde_json::to_value(self)?;
+        value[format!("{unit}_drawn")] = self.drawn.into();
+        value[format!("{unit}_held_back")] = self.held_back.into();
+        Ok(value)
+    }
 }
 
 pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
@@ -82,7 +96,8 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     let cameras = cameras(args, plan, &poses)?;
     // The flight selects with the inner algorithm (whose stream statistics it reads) and
     // prints the failed tiles through the progress bar (`report_with`).
-    let mut algorithm = terrain.algorithm(&args.stream, args.algorithm.options())?;
+    let name = args.algos.first().map_or("streamed", String::as_str);
+    let mut algorithm = terrain.algorithm(name, &args.stream, args.algorithm.options())?;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());
     let mut defective = args.check.then_some(0usize);
@@ -156,13 +171,13 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         }
         judged += judging.elapsed();
         let stats = *algorithm.0.stats();
-        let stream = *algorithm.0.stream_stats();
+        let stream = algorithm.0.stream_counts();
         algorithm.report_with(|line| bar.suspend(|| eprintln!("frame {i}: {line}")));
         frames.push(StreamFrame {
             select_ms: stats.select_time.as_secs_f64() * 1e3,
             triangles: stats.triangles,
-            blocks_drawn: stream.blocks_drawn,
-            blocks_held_back: stream.blocks_held_back,
+            drawn: stream.drawn,
+            held_back: stream.held_back,
             resident_bytes: algorithm.0.source().inner().stats().resident_bytes,
             detail_bytes: algorithm.0.source().stats().bytes,
             measured_px: measured.map(|(px, _)| px),
@@ -175,7 +190,7 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         args,
         dir,
         &header_line(tiled, algorithm.0.source()),
-        &algorithm.0,
+        &*algorithm.0,
         &frames,
         defective,
     )
@@ -234,7 +249,7 @@ fn report(
     args: &BenchArgs,
     dir: &Path,
     header: &str,
-    algorithm: &StreamedLod<DetailTiles<TileCache>>,
+    algorithm: &StreamingAlgorithm,
     frames: &[StreamFrame],
     defective: Option<usize>,
 ) -> anyhow::Result<()> {
@@ -242,17 +257,18 @@ fn report(
     let cache = algorithm.source().inner().stats();
     let detail = algorithm.source().stats();
     let measured: Vec<f64> = frames.iter().filter_map(|f| f.measured_px).collect();
+    let unit = algorithm.stream_counts().unit;
     let summary = serde_json::json!({
         "terrain": dir.display().to_string(),
-        "algorithm": "streamed",
+        "algorithm": algorithm.name(),
         "frames": frames.len(),
         "pixel_error": args.pixel_error,
         "cache_mb": args.stream.cache_bytes() >> 20,
         "paced_fps": args.speed.map(|_| args.fps),
         "select_ms": spread(|f| f.select_ms),
         "triangles": spread(|f| f.triangles as f64),
-        "blocks_drawn": spread(|f| f.blocks_drawn as f64),
-        "frames_with_blocks_held_back": frames.iter().filter(|f| f.blocks_held_back > 0).count(),
+        format!("{unit}_drawn"): spread(|f| f.drawn as f64),
+        format!("frames_with_{unit}_held_back"): frames.iter().filter(|f| f.held_back > 0).count(),
         "resident_mb": spread(|f| f.resident_bytes as f64 / f64::from(1 << 20)),
         "cache": {
             "budget_mb": algorithm.source().inner().budget_bytes() as f64 / f64::from(1 << 20),
@@ -289,7 +305,11 @@ fn report(
     writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
     if let Some(path) = &args.json {
         let mut full = summary.clone();
-        full["per_frame"] = serde_json::to_value(frames)?;
+        full["per_frame"] = frames
+            .iter()
+            .map(|f| f.to_json(unit))
+            .collect::<serde_json::Result<Vec<_>>>()?
+            .into();
         write_json(path, &full)?;
     }
     writeln!(out, "{summary}")?;

@@ -134,7 +134,16 @@ impl TerrainArgs {
                 let field = TiledTerrain::open(path)
                     .and_then(|tiled| tiled.to_heightfield(0, self.max_samples));
                 bar.finish_and_clear();
-                let field = field.with_context(|| format!("reading {}", path.display()))?;
+                let field = match field {
+                    Err(error @ terralod_core::tiles::TileError::TooLargeForMemory { .. }) => {
+                        anyhow::bail!(
+                            "reading {}: {error}: --algo streamed or streamed-quadtree streams \
+                             the directory instead of loading it (or raise --max-samples)",
+                            path.display()
+                        )
+                    }
+                    field => field.with_context(|| format!("reading {}", path.display()))?,
+                };
                 (field, None, path.display().to_string())
             }
             Some(path) => {

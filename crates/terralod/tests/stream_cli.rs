@@ -584,3 +584,30 @@ fn oracle_holds_tau(algo: &str) {
     let measured = last["measured_px"].as_f64().expect("measured");
     assert!(measured > 0.0 && measured <= 1.0, "{algo}: {last}");
 }
+
+/// An algorithm that loads the directory whole is refused past `--max-samples`, with the
+/// streaming algorithms named; `streamed-quadtree` streams the same directory under the
+/// same limit.
+#[test]
+fn loading_a_directory_past_the_limit_points_to_the_streaming_algorithms() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let out = dir.path().join("m.obj");
+    let (tiles, out) = (tiles.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
+    let mesh = |algo: &'static str| {
+        let mut args = streamed_mesh(algo, tiles, out);
+        args.extend_from_slice(&["--max-samples", "1000"]);
+        terralod(&args)
+    };
+    let refused = mesh("quadtree");
+    let message = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(message.contains("over the limit of 1000"), "{message}");
+    assert!(message.contains("streamed-quadtree streams"), "{message}");
+    let streamed = mesh("streamed-quadtree");
+    assert!(
+        streamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&streamed.stderr)
+    );
+}

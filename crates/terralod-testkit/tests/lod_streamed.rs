@@ -91,101 +91,126 @@ fn checkerboard(key: TileKey) -> bool {
     }
 }
 
-#[test]
-fn missing_tiles_draw_coarser_blocks_without_cracks() {
-    let field = field();
-    let inner = MemoryTiles::new(&field, OPTIONS).expect("valid");
-    let source = Partial {
-        inner,
-        refuse: checkerboard,
-        refused: HashSet::new(),
-        frames: 0,
-    };
-    let mut lod = StreamedLod::new(source, LodOptions::default());
-    let mut reference = StreamedLod::new(
-        MemoryTiles::new(&field, OPTIONS).expect("valid"),
-        LodOptions::default(),
-    );
+/// The tiles a streaming algorithm drew its last selection from.
+trait DrawnTiles: StreamingLod<Source = Partial> {
+    fn drawn_tiles(&self) -> Vec<TileKey>;
+}
+
+impl DrawnTiles for StreamedLod<Partial> {
+    fn drawn_tiles(&self) -> Vec<TileKey> {
+        let levels = &self.source().header().levels;
+        self.drawn_blocks()
+            .map(|(level, bx, by)| {
+                let ((_, tx, ty), _) = block_tile(4, 2, level, bx, by);
+                let grid = &levels[level as usize];
+                // A virtual block's samples come from the last tile of its row or column.
+                (level, tx.min(grid.tiles_x - 1), ty.min(grid.tiles_y - 1))
+            })
+            .collect()
+    }
+}
+
+impl DrawnTiles for StreamedQuadtreeLod<Partial> {
+    fn drawn_tiles(&self) -> Vec<TileKey> {
+        self.drawn_nodes()
+            .map(|(node, level)| node_tile(node, level))
+            .collect()
+    }
+}
+
+/// With a checkerboard of tiles missing: every selection watertight, nothing drawn from a
+/// missing tile, some block or node held back, and without a camera still covering the
+/// whole terrain, coarser than the all-resident mesh; once every tile arrives, the
+/// all-resident meshes frame by frame; without the roots' tiles nothing drawn, no panic.
+fn missing_tiles_draw_coarser_without_cracks<L: DrawnTiles>(
+    lod: &mut L,
+    reference: &mut dyn LodAlgorithm,
+    field: &Heightfield,
+) {
+    let name = lod.name();
     let (cols, rows) = (field.width() - 1, field.height() - 1);
-    let mut held_back = 0;
-    let mut views: Vec<View> = cameras(&field)
+    let mut views: Vec<View> = cameras(field)
         .into_iter()
         .flat_map(|c| [0.5, 3.0].map(|t| View::screen(c, t).expect("valid view")))
         .collect();
     views.push(View::world_error(0.01).expect("valid"));
+    let mut held_back = 0;
     for view in &views {
-        let mesh = lod.select(view).to_mesh(&field);
+        let mesh = lod.select(view).to_mesh(field);
         let report = check_mesh(&mesh, None);
-        assert!(report.is_watertight(), "{report}");
-        held_back += lod.stream_stats().blocks_held_back;
-        // No drawn block comes from a refused tile.
-        for (level, bx, by) in lod.drawn_blocks() {
-            let (key, _) = block_tile(4, 2, level, bx, by);
-            let clamped = (
-                key.0,
-                key.1
-                    .min(lod.source().header().levels[level as usize].tiles_x - 1),
-                key.2
-                    .min(lod.source().header().levels[level as usize].tiles_y - 1),
-            );
-            assert!(
-                !checkerboard(clamped),
-                "block ({level}, {bx}, {by}) drawn from a missing tile"
-            );
+        assert!(report.is_watertight(), "{name}: {report}");
+        held_back += lod.stream_counts().held_back;
+        for tile in lod.drawn_tiles() {
+            assert!(!checkerboard(tile), "{name}: drawn from missing {tile:?}");
         }
         if view.camera().is_none() {
-            // Full coverage even so: the coarser blocks stand in.
-            let errors = measure_error(&field, &mesh, None).expect("no camera");
-            assert_eq!(errors.uncovered, 0);
+            let errors = measure_error(field, &mesh, None).expect("no camera");
+            assert_eq!(errors.uncovered, 0, "{name}");
             let max = mesh
                 .positions
                 .iter()
                 .fold((0, 0), |m, p| (m.0.max(p.col), m.1.max(p.row)));
-            assert!(max.0 >= cols && max.1 >= rows);
+            assert!(max.0 >= cols && max.1 >= rows, "{name}");
             let report = check_mesh(&mesh, Some(GridRect::new(0, 0, max.0, max.1)));
-            assert!(report.is_watertight(), "{report}");
-            // Nothing of level 0 could be drawn where its tile is missing, so it is coarser
-            // than the all-resident mesh.
-            let full = triangles(&mut reference, view);
-            assert!(mesh.triangles.len() < full.len());
+            assert!(report.is_watertight(), "{name}: {report}");
+            // Nothing of level 0 could be drawn where its tile is missing.
+            let full = triangles(reference, view);
+            assert!(mesh.triangles.len() < full.len(), "{name}");
         }
     }
-    assert!(held_back > 0, "some block waited for a tile");
+    assert!(held_back > 0, "{name}: something waited for a tile");
     assert!(
         !lod.source().refused.is_empty(),
-        "missing tiles were requested"
+        "{name}: missing tiles were asked for"
     );
 
-    // Every tile arrives: the same meshes as the all-resident source, frame by frame.
     lod.source_mut().refuse = |_| false;
     for view in &views {
-        let streamed = triangles(&mut lod, view);
-        let full = triangles(&mut reference, view);
-        assert_eq!(streamed, full);
-        assert_eq!(lod.stream_stats().blocks_held_back, 0);
+        assert_eq!(triangles(lod, view), triangles(reference, view), "{name}");
+        assert_eq!(lod.stream_counts().held_back, 0, "{name}");
+    }
+
+    lod.source_mut().refuse = |_| true;
+    let top = lod.source().header().levels.len() as u32 - 1;
+    let frames = lod.source().frames;
+    for view in [&views[0], views.last().expect("views")] {
+        assert_eq!(lod.select(view).triangle_count(), 0, "{name}");
+    }
+    assert!(lod.source().refused.contains(&(top, 0, 0)), "{name}");
+    assert_eq!(lod.source().frames, frames + 2, "{name}");
+}
+
+fn partial(field: &Heightfield) -> Partial {
+    Partial {
+        inner: MemoryTiles::new(field, OPTIONS).expect("valid"),
+        refuse: checkerboard,
+        refused: HashSet::new(),
+        frames: 0,
     }
 }
 
 #[test]
-fn missing_roots_draw_nothing_and_nothing_panics() {
+fn missing_tiles_draw_coarser_blocks_without_cracks() {
     let field = field();
-    let inner = MemoryTiles::new(&field, OPTIONS).expect("valid");
-    let top = inner.header().levels.len() as u32 - 1;
-    let source = Partial {
-        inner,
-        refuse: |_| true,
-        refused: HashSet::new(),
-        frames: 0,
-    };
-    let mut lod = StreamedLod::new(source, LodOptions::default());
-    for view in [
-        View::world_error(1.0).expect("valid"),
-        View::screen(cameras(&field)[0], 1.0).expect("valid"),
-    ] {
-        assert_eq!(lod.select(&view).triangle_count(), 0);
-    }
-    assert!(lod.source().refused.contains(&(top, 0, 0)));
-    assert_eq!(lod.source().frames, 2);
+    let mut lod = StreamedLod::new(partial(&field), LodOptions::default());
+    let mut reference = StreamedLod::new(
+        MemoryTiles::new(&field, OPTIONS).expect("valid"),
+        LodOptions::default(),
+    );
+    missing_tiles_draw_coarser_without_cracks(&mut lod, &mut reference, &field);
+}
+
+#[test]
+fn missing_tiles_draw_larger_nodes_without_cracks() {
+    let field = field();
+    let mut lod = StreamedQuadtreeLod::new(partial(&field), LodOptions::default())
+        .with_builds_per_frame(u32::MAX);
+    let mut reference = StreamedQuadtreeLod::new(
+        MemoryTiles::new(&field, OPTIONS).expect("valid"),
+        LodOptions::default(),
+    )
+    .with_builds_per_frame(u32::MAX);
+    missing_tiles_draw_coarser_without_cracks(&mut lod, &mut reference, &field);
 }
 
 /// With every tile resident the oracle's projected error stays within τ on terrains deep
@@ -313,68 +338,6 @@ fn node_tile((k, ix, iz): (u32, u32, u32), level: u32) -> TileKey {
     (level, (ix << k) >> shift, (iz << k) >> shift)
 }
 
-/// The streamed quadtree with missing tiles: watertight, nothing drawn from a missing
-/// tile, the larger node held back; once every tile is resident, the all-resident meshes.
-#[test]
-fn streamed_quadtree_draws_larger_nodes_while_tiles_are_missing() {
-    let field = field();
-    let inner = MemoryTiles::new(&field, OPTIONS).expect("valid");
-    let source = Partial {
-        inner,
-        refuse: checkerboard,
-        refused: HashSet::new(),
-        frames: 0,
-    };
-    let mut lod =
-        StreamedQuadtreeLod::new(source, LodOptions::default()).with_builds_per_frame(u32::MAX);
-    let mut reference = StreamedQuadtreeLod::new(
-        MemoryTiles::new(&field, OPTIONS).expect("valid"),
-        LodOptions::default(),
-    )
-    .with_builds_per_frame(u32::MAX);
-    let mut views: Vec<View> = cameras(&field)
-        .into_iter()
-        .flat_map(|c| [0.5, 3.0].map(|t| View::screen(c, t).expect("valid view")))
-        .collect();
-    views.push(View::world_error(0.01).expect("valid"));
-    let mut held_back = 0;
-    for view in &views {
-        let mesh = lod.select(view).to_mesh(&field);
-        let report = check_mesh(&mesh, None);
-        assert!(report.is_watertight(), "{report}");
-        held_back += lod.counters().nodes_held_back;
-        for (node, level) in lod.drawn_nodes() {
-            let tile = node_tile(node, level);
-            assert!(
-                !checkerboard(tile),
-                "node {node:?} drawn from missing {tile:?}"
-            );
-        }
-        if view.camera().is_none() {
-            // Every sample covered even so: the larger nodes stand in.
-            let errors = measure_error(&field, &mesh, None).expect("no camera");
-            assert_eq!(errors.uncovered, 0);
-            let full = triangles(&mut reference, view);
-            assert!(mesh.triangles.len() < full.len());
-        }
-    }
-    assert!(held_back > 0, "some node waited for a tile");
-    assert!(
-        !lod.source().refused.is_empty(),
-        "missing tiles were asked for"
-    );
-
-    lod.source_mut().refuse = |_| false;
-    for view in &views {
-        assert_eq!(triangles(&mut lod, view), triangles(&mut reference, view));
-        assert_eq!(lod.counters().nodes_held_back, 0);
-    }
-
-    // Without its roots' tiles nothing is drawn, and nothing panics.
-    lod.source_mut().refuse = |_| true;
-    assert_eq!(lod.select(&views[0]).triangle_count(), 0);
-}
-
 /// The streamed quadtree's bounds over several levels of tiles (the registry's fields fit
 /// one 256-cell tile): within τ by the oracle, watertight and covering the leaves'
 /// extent; and with one tile pyramid built per frame, still watertight while the bounds
@@ -427,7 +390,7 @@ fn streamed_quadtree_keeps_tolerance_over_levels_of_tiles() {
 }
 
 /// Procedural detail (A9) under the streamed quadtree: watertight and within τ of the
-/// generated terrain.
+/// generated terrain, with nodes drawn from the detail level (level 0 of the detail grid).
 #[test]
 fn streamed_quadtree_over_procedural_detail_keeps_tolerance() {
     let field = smooth_random(33, 33, 5, 40.0).expect("valid");
@@ -442,6 +405,7 @@ fn streamed_quadtree_over_procedural_detail_keeps_tolerance() {
     )
     .with_builds_per_frame(u32::MAX);
     let generated = lod.source_mut().to_heightfield().expect("resident");
+    let mut detail_drawn = false;
     for camera in cameras(&generated) {
         let view = View::screen(camera, 1.0).expect("valid");
         let mesh = lod.select(&view).to_mesh(&generated);
@@ -449,7 +413,9 @@ fn streamed_quadtree_over_procedural_detail_keeps_tolerance() {
         let errors = measure_error(&generated, &mesh, Some(&camera)).expect("camera");
         let projected = errors.projected.expect("camera");
         assert!(projected.max <= 1.0 + 1e-3, "{}", projected.max);
+        detail_drawn |= lod.drawn_nodes().any(|(_, level)| level == 0);
     }
+    assert!(detail_drawn, "no node drawn from the detail level");
 }
 
 /// The streamed quadtree asks only for tiles under what the view sees: with every level-0

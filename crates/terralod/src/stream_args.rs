@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use terralod_core::Aabb;
 use terralod_core::Heightfield;
 use terralod_core::lod::{
-    LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedLod, StreamedQuadtreeLod,
-    StreamingLod, View,
+    self, LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedSource, StreamingLod, View,
 };
 use terralod_core::tiles::{
     DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TileCache, TiledTerrain,
@@ -51,8 +50,9 @@ impl StreamArgs {
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given).filter(|_| !streamed) {
             bail!(
-                "{flag} applies to --algo streamed or streamed-quadtree over an imported \
-                 directory (terralod import makes one)"
+                "{flag} applies to a streaming algorithm ({}) over an imported directory \
+                 (terralod import makes one)",
+                lod::streaming_names()
             );
         }
         if self.detail_roughness.is_some() && self.detail_levels == 0 {
@@ -85,12 +85,10 @@ impl StreamArgs {
 /// this many samples is assembled in memory (16 MB of `f32` at most).
 const PLAN_SAMPLES: u64 = 1 << 22;
 
-/// The algorithms that stream an imported directory through the tile cache (any other
-/// loads its finest level whole).
-pub const STREAMING: [&str; 2] = ["streamed", "streamed-quadtree"];
-
+/// Whether registered algorithm `algorithm` streams an imported directory through the tile
+/// cache (any other loads its finest level whole).
 pub fn is_streaming(algorithm: &str) -> bool {
-    STREAMING.contains(&algorithm)
+    lod::find(algorithm).is_some_and(|entry| entry.stream.is_some())
 }
 
 /// Whether `file` is an imported directory that `algorithm` streams.
@@ -139,7 +137,7 @@ impl StreamedTerrain {
         Err(error.context(format!("planning over {}", dir.display())))
     }
 
-    /// Streaming algorithm `name` (one of [`STREAMING`]) over a new tile cache of this
+    /// Streaming algorithm `name` (see [`is_streaming`]) over a new tile cache of this
     /// directory.
     pub fn algorithm(
         &self,
@@ -153,11 +151,13 @@ impl StreamedTerrain {
             })?;
         let tiles = DetailTiles::new(cache, args.detail())
             .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
-        Ok(ReportingStream(match name {
-            "streamed" => Box::new(StreamedLod::new(tiles, options)),
-            "streamed-quadtree" => Box::new(StreamedQuadtreeLod::new(tiles, options)),
-            _ => bail!("{name} does not stream; the streaming algorithms: {STREAMING:?}"),
-        }))
+        match lod::find(name).and_then(|entry| entry.stream) {
+            Some(stream) => Ok(ReportingStream(stream(tiles, options))),
+            None => bail!(
+                "{name} does not stream a directory; these do: {}",
+                lod::streaming_names()
+            ),
+        }
     }
 
     /// The finest level as drawn (detail included) for the oracles, if it has at most
@@ -227,7 +227,7 @@ impl DrawnTerrain {
 }
 
 /// A streaming algorithm over the tile cache of a directory.
-pub type StreamingAlgorithm = dyn StreamingLod<Source = DetailTiles<TileCache>>;
+pub type StreamingAlgorithm = dyn StreamingLod<Source = StreamedSource>;
 
 /// A streaming algorithm over a tile cache, as a plain [`LodAlgorithm`] for the viewer and
 /// the renderer: before each selection it prints, once each, the tiles that failed to load

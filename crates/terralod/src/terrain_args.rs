@@ -137,9 +137,10 @@ impl TerrainArgs {
                 let field = match field {
                     Err(error @ terralod_core::tiles::TileError::TooLargeForMemory { .. }) => {
                         anyhow::bail!(
-                            "reading {}: {error}: --algo streamed or streamed-quadtree streams \
-                             the directory instead of loading it (or raise --max-samples)",
-                            path.display()
+                            "reading {}: {error}: a streaming algorithm ({}) streams the \
+                             directory instead of loading it (or raise --max-samples)",
+                            path.display(),
+                            terralod_core::lod::streaming_names()
                         )
                     }
                     field => field.with_context(|| format!("reading {}", path.display()))?,

@@ -603,7 +603,10 @@ fn loading_a_directory_past_the_limit_points_to_the_streaming_algorithms() {
     let message = String::from_utf8_lossy(&refused.stderr).into_owned();
     assert_eq!(refused.status.code(), Some(1), "{message}");
     assert!(message.contains("over the limit of 1000"), "{message}");
-    assert!(message.contains("streamed-quadtree streams"), "{message}");
+    assert!(
+        message.contains("a streaming algorithm (streamed, streamed-quadtree) streams"),
+        "{message}"
+    );
     let streamed = mesh("streamed-quadtree");
     assert!(
         streamed.status.success(),

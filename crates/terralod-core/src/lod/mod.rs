@@ -806,6 +806,16 @@ impl<'v> Pass<'v> {
             view_angle_aware,
         }
     }
+
+    /// The tri-state frustum test of a node inside a parent crossing `planes`: `None` when
+    /// its box is outside, else the planes it crosses (those its children are tested
+    /// against). The box is worked out only when there is a plane to test.
+    pub fn crossing(&self, planes: u8, aabb: impl FnOnce() -> Aabb) -> Option<u8> {
+        match self.frustum {
+            Some(frustum) if planes != 0 => frustum.classify_planes(&aabb(), planes),
+            _ => Some(0),
+        }
+    }
 }
 
 /// Builds an algorithm for a terrain.
@@ -858,6 +868,28 @@ pub struct AlgorithmEntry {
     /// The algorithm's own constructor; [`AlgorithmEntry::build`] checks what every
     /// algorithm needs first.
     construct: BuildFn,
+    /// For an algorithm that selects from tiles (issue 9): its constructor over the tile
+    /// cache of an imported directory, which the commands use to stream the directory
+    /// instead of loading it.
+    pub stream: Option<StreamFn>,
+}
+
+/// The tiles a streaming command selects from: an imported directory's cache, with any
+/// procedural detail below it.
+pub type StreamedSource = crate::tiles::DetailTiles<crate::tiles::TileCache>;
+
+/// Builds a streaming algorithm over a directory's tiles.
+pub type StreamFn =
+    fn(StreamedSource, LodOptions) -> Box<dyn StreamingLod<Source = StreamedSource>>;
+
+/// The registered algorithms that stream a directory, comma separated (for messages).
+pub fn streaming_names() -> String {
+    REGISTRY
+        .iter()
+        .filter(|e| e.stream.is_some())
+        .map(|e| e.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl AlgorithmEntry {
@@ -895,6 +927,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         construct: |field, pyramid, options| {
             Ok(Box::new(QuadtreeLod::new(field, pyramid, *options)))
         },
+        stream: None,
     },
     AlgorithmEntry {
         name: "chunked",
@@ -906,6 +939,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         construct: |field, pyramid, options| {
             Ok(Box::new(ChunkedLod::new(field, pyramid, *options)))
         },
+        stream: None,
     },
     AlgorithmEntry {
         name: "adaptive",
@@ -917,6 +951,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         construct: |field, pyramid, options| {
             Ok(Box::new(AdaptiveLod::new(field, pyramid, *options)))
         },
+        stream: None,
     },
     AlgorithmEntry {
         name: "patches",
@@ -933,6 +968,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                 options.patches,
             )?))
         },
+        stream: None,
     },
     AlgorithmEntry {
         name: "bintree",
@@ -952,6 +988,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
             }
             Ok(Box::new(BintreeLod::new(field, *options)))
         },
+        stream: None,
     },
     AlgorithmEntry {
         name: "streamed",
@@ -967,6 +1004,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                 *options,
             )))
         },
+        stream: Some(|tiles, options| Box::new(StreamedLod::new(tiles, options))),
     },
     AlgorithmEntry {
         name: "streamed-quadtree",
@@ -983,6 +1021,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                     .with_builds_per_frame(u32::MAX),
             ))
         },
+        stream: Some(|tiles, options| Box::new(StreamedQuadtreeLod::new(tiles, options))),
     },
 ];
 

@@ -319,14 +319,7 @@ impl<S: TileSource> StreamedLod<S> {
     }
 
     fn classify(&self, b: Block, planes: u8, pass: &Pass<'_>) -> (u8, u8) {
-        let Some(frustum) = pass.frustum else {
-            return (LEAF, 0);
-        };
-        if planes == 0 {
-            return (LEAF, 0);
-        }
-        let aabb = self.aabb(b, &self.bounds(b));
-        match frustum.classify_planes(&aabb, planes) {
+        match pass.crossing(planes, || self.aabb(b, &self.bounds(b))) {
             None => (CULLED, 0),
             Some(crossing) => (LEAF, crossing),
         }

@@ -65,12 +65,11 @@ use crate::rounding::round_down;
 use crate::tiles::level_blocks;
 use crate::tiles::source::{TileKey, TileSource};
 use glam::Vec3;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Tile pyramids one frame builds by default (about 1 ms each for 256-cell tiles in a
+/// Tile pyramids one frame builds by default (0.5–0.75 ms each for a 257² tile in a
 /// release build); the coarser tile stands in for the rest until a later frame.
 pub const BUILDS_PER_FRAME: u32 = 4;
 
@@ -118,34 +117,6 @@ impl Node {
     }
 }
 
-/// Multiplicative hashing of the tile keys and node keys (already unique integers; SipHash
-/// would cost more than the work it guards).
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        // Folded: the product's low bits, which pick the bucket, see only the key's low bits.
-        self.0 ^ (self.0 >> 32)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-}
-
-type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
-
 /// A tile as the selection uses it: the pyramid of its samples, kept while the tile is in
 /// use, and its heights, held only in the frames that use it (between frames the cache
 /// alone holds them, so they count against its cap and go when it evicts them).
@@ -176,23 +147,31 @@ struct TreeNode {
     state: u8,
     /// Frustum planes its box crosses (its children are tested against these only).
     planes: u8,
-    /// The tile (slab index) its bounds and heights come from, and that tile's level.
+    /// Its pool slot once drawn.
+    slot: u32,
+    /// Unset ([`Bounds::NONE`]) for a culled or absent node.
+    bounds: Bounds,
+}
+
+/// A node's bounds, from one tile.
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    /// The tile (slab index) its bounds and heights come from.
     tile: u32,
-    level: u32,
     /// Bound of the vertical error of its plain fan against level 0.
     plain: f32,
     aabb: Aabb,
-    /// Its pool slot once drawn.
-    slot: u32,
 }
 
-/// A node's bounds from one tile.
-#[derive(Clone, Copy, Debug)]
-struct Bounds {
-    tile: u32,
-    level: u32,
-    plain: f32,
-    aabb: Aabb,
+impl Bounds {
+    const NONE: Bounds = Bounds {
+        tile: NONE,
+        plain: 0.0,
+        aabb: Aabb {
+            min: Vec3::ZERO,
+            max: Vec3::ZERO,
+        },
+    };
 }
 
 /// A child as a split finds it.
@@ -215,8 +194,6 @@ enum Refusal {
 /// Counters of the last selection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StreamedQuadtreeStats {
-    /// Nodes drawn.
-    pub nodes_drawn: u64,
     /// Nodes that wanted to split but were drawn whole because a tile was missing.
     pub nodes_held_back: u64,
     /// Tile pyramids built this frame.
@@ -250,7 +227,7 @@ pub struct StreamedQuadtreeLod<S: TileSource> {
     roots: (u32, u32),
     root_k: u32,
     fans: Vec<Vec<u32>>,
-    known_tiles: KeyMap<TileKey, Known>,
+    known_tiles: FxHashMap<TileKey, Known>,
     /// Built tiles; `None` entries are free.
     slab: Vec<Option<TileNodes>>,
     free_slab: Vec<u32>,
@@ -261,7 +238,7 @@ pub struct StreamedQuadtreeLod<S: TileSource> {
     root_index: Vec<u32>,
     worklist: Vec<u32>,
     drawn: Vec<u32>,
-    slot_of: KeyMap<u64, u32>,
+    slot_of: FxHashMap<u64, u32>,
     /// Per slot: the key of the node it holds and the last frame it was drawn.
     owner: Vec<(u64, u32)>,
     pool: PatchPool,
@@ -357,7 +334,7 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             roots: (top.tiles_x, top.tiles_y),
             root_k: top_level + tile_shift,
             fans: fan_buffers(),
-            known_tiles: KeyMap::default(),
+            known_tiles: FxHashMap::default(),
             slab: Vec::new(),
             free_slab: Vec::new(),
             builds_per_frame: BUILDS_PER_FRAME,
@@ -366,7 +343,7 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             root_index: Vec::new(),
             worklist: Vec::new(),
             drawn: Vec::new(),
-            slot_of: KeyMap::default(),
+            slot_of: FxHashMap::default(),
             owner: vec![(0, 0); INITIAL_SLOTS as usize],
             pool: PatchPool::with_height_range(
                 2,
@@ -403,7 +380,10 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
     pub fn drawn_nodes(&self) -> impl Iterator<Item = ((u32, u32, u32), u32)> + '_ {
         self.drawn.iter().map(|&i| {
             let t = &self.tree[i as usize];
-            ((t.node.k, t.node.ix, t.node.iz), t.level)
+            (
+                (t.node.k, t.node.ix, t.node.iz),
+                self.tile(t.bounds.tile).key.0,
+            )
         })
     }
 
@@ -552,7 +532,6 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
         };
         Bounds {
             tile: index,
-            level,
             plain: round_up(f64::from(node.error) + f64::from(to_finest)),
             aabb,
         }
@@ -596,7 +575,7 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
     /// `δ` of side `side` of tree node `i`: how far its midpoint is from its ends' line.
     fn midpoint_offset(&self, i: u32, side: Side) -> f64 {
         let t = &self.tree[i as usize];
-        let tile = self.tile(t.tile);
+        let tile = self.tile(t.bounds.tile);
         let (x, z) = t.node.origin();
         let (x, z) = (x as i64, z as i64);
         let (s, h) = (1i64 << t.node.k, 1i64 << (t.node.k - 1));
@@ -663,22 +642,13 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
     /// Appends a node to this frame's tree as a leaf (or culled, or absent).
     fn push(&mut self, n: Node, parent: u32, kid: Kid, planes: u8, pass: &Pass<'_>) {
         let index = self.tree.len() as u32;
-        let nothing = Bounds {
-            tile: NONE,
-            level: 0,
-            plain: 0.0,
-            aabb: Aabb {
-                min: Vec3::ZERO,
-                max: Vec3::ZERO,
+        let (state, crossing, bounds) = match kid {
+            Kid::Seen(b) => match pass.crossing(planes, || b.aabb) {
+                None => (CULLED, 0, b),
+                Some(crossing) => (LEAF, crossing, b),
             },
-        };
-        let (state, crossing, b) = match kid {
-            Kid::Seen(b) => {
-                let (state, crossing) = classify(&b.aabb, planes, pass);
-                (state, crossing, b)
-            }
-            Kid::Culled => (CULLED, 0, nothing),
-            Kid::Absent => (ABSENT, 0, nothing),
+            Kid::Culled => (CULLED, 0, Bounds::NONE),
+            Kid::Absent => (ABSENT, 0, Bounds::NONE),
         };
         self.tree.push(TreeNode {
             node: n,
@@ -686,11 +656,8 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             children: NONE,
             state,
             planes: crossing,
-            tile: b.tile,
-            level: b.level,
-            plain: b.plain,
-            aabb: b.aabb,
             slot: NONE,
+            bounds,
         });
         if state == LEAF {
             self.worklist.push(index);
@@ -720,12 +687,12 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             let size = (1u64 << kid.k) as f32 * self.cell_size;
             let (x0, z0) = (x as f32 * self.cell_size, z as f32 * self.cell_size);
             let square = Aabb {
-                min: Vec3::new(x0, t.aabb.min.y, z0),
-                max: Vec3::new(x0 + size, t.aabb.max.y, z0 + size),
+                min: Vec3::new(x0, t.bounds.aabb.min.y, z0),
+                max: Vec3::new(x0 + size, t.bounds.aabb.max.y, z0 + size),
             };
-            *slot = if classify(&square, t.planes, pass).0 == CULLED {
+            *slot = if pass.crossing(t.planes, || square).is_none() {
                 Kid::Culled
-            } else if let Some(bounds) = self.bounds(kid, t.tile) {
+            } else if let Some(bounds) = self.bounds(kid, t.bounds.tile) {
                 Kid::Seen(bounds)
             } else {
                 missing = true;
@@ -790,14 +757,15 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
                 continue;
             }
             self.stats.nodes_visited += 1;
-            let accepts = |error: f32| pass.view.accepts(error, &t.aabb, pass.view_angle_aware);
+            let Bounds { plain, aabb, .. } = t.bounds;
+            let accepts = |error: f32| pass.view.accepts(error, &aabb, pass.view_angle_aware);
             // A node whose plain fan fails splits whatever its neighbours are.
-            if self.fits(t.node) && accepts(t.plain) {
+            if self.fits(t.node) && accepts(plain) {
                 let seams = self.coarser_sides(i);
-                let mut full = f64::from(t.plain);
+                let mut full = f64::from(plain);
                 for side in Side::ALL {
                     if seams >> side_bit(side) & 1 != 0 {
-                        full = full.max(f64::from(t.plain) + self.midpoint_offset(i, side));
+                        full = full.max(f64::from(plain) + self.midpoint_offset(i, side));
                     }
                 }
                 if accepts(round_up(full)) {
@@ -854,7 +822,7 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
                 continue;
             };
             let t = self.tree[i];
-            let tile = self.tile(t.tile);
+            let tile = self.tile(t.bounds.tile);
             let (x, z) = t.node.origin();
             let step = 1u32 << (t.node.k - 1);
             let (xi, zi, s) = (x as i64, z as i64, i64::from(step));
@@ -932,20 +900,6 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
     }
 }
 
-/// Tri-state frustum test of a box against the planes its parent crosses.
-fn classify(aabb: &Aabb, planes: u8, pass: &Pass<'_>) -> (u8, u8) {
-    let Some(frustum) = pass.frustum else {
-        return (LEAF, 0);
-    };
-    if planes == 0 {
-        return (LEAF, 0);
-    }
-    match frustum.classify_planes(aabb, planes) {
-        None => (CULLED, 0),
-        Some(crossing) => (LEAF, crossing),
-    }
-}
-
 impl<S: TileSource + Send> LodAlgorithm for StreamedQuadtreeLod<S> {
     fn name(&self) -> &'static str {
         "streamed-quadtree"
@@ -972,7 +926,6 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedQuadtreeLod<S> {
         self.emit();
         self.forget_tiles();
         self.stats.nodes_drawn = self.drawn.len() as u64;
-        self.counters.nodes_drawn = self.drawn.len() as u64;
         self.stats.select_time = started.elapsed();
         let side = |cells: u64| (cells.min(u64::from(u32::MAX - 1)) as u32) + 1;
         Selection::Patches {
@@ -1012,7 +965,11 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedQuadtreeLod<S> {
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
-        out.extend(self.drawn.iter().map(|&i| self.tree[i as usize].aabb));
+        out.extend(
+            self.drawn
+                .iter()
+                .map(|&i| self.tree[i as usize].bounds.aabb),
+        );
     }
 }
 
@@ -1030,7 +987,7 @@ impl<S: TileSource + Send> StreamingLod for StreamedQuadtreeLod<S> {
     fn stream_counts(&self) -> StreamCounts {
         StreamCounts {
             unit: "nodes",
-            drawn: self.counters.nodes_drawn,
+            drawn: self.stats.nodes_drawn,
             held_back: self.counters.nodes_held_back,
             deferred: self.counters.tiles_deferred,
         }

@@ -235,8 +235,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|a| is_streaming(a)));
     if streamed_dir.is_some() && args.algos.len() > 1 {
         bail!(
-            "a streamed flight flies one algorithm: give --algo streamed or --algo \
-             streamed-quadtree, one per run"
+            "a streamed flight flies one algorithm: give one --algo of {} per run",
+            terralod_core::lod::streaming_names()
         );
     }
     args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
@@ -258,7 +258,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                  start with an empty tile cache)"
             );
         }
-        return stream::run(args, dir);
+        return stream::run(args, &args.algos[0], dir);
     }
     let terrain = args.terrain.load()?;
     let field = &terrain.heightfield;

@@ -65,7 +65,7 @@ impl StreamFrame {
     }
 }
 
-pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
+pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
     let terrain = StreamedTerrain::open(dir, &args.terrain)?;
     let tiled = &terrain.tiled;
     let plan = &terrain.plan;
@@ -96,7 +96,6 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
     let cameras = cameras(args, plan, &poses)?;
     // The flight selects with the inner algorithm (whose stream statistics it reads) and
     // prints the failed tiles through the progress bar (`report_with`).
-    let name = args.algos.first().map_or("streamed", String::as_str);
     let mut algorithm = terrain.algorithm(name, &args.stream, args.algorithm.options())?;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());

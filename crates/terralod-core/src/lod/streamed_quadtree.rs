@@ -137,20 +137,32 @@ enum Known {
 }
 
 /// A node of this frame's tree. The four children of a split node are adjacent, in the
-/// order of [`Node::child`], so a neighbour is found through the parents with no lookup.
+/// order of [`Node::child`], so a neighbour is found from a link without a lookup. What
+/// the neighbour walks read is apart, in [`Shape`].
 #[derive(Clone, Copy, Debug)]
 struct TreeNode {
     node: Node,
-    parent: u32,
-    /// First of the four children, or [`NONE`] while not split.
-    children: u32,
-    state: u8,
     /// Frustum planes its box crosses (its children are tested against these only).
     planes: u8,
     /// Its pool slot once drawn.
     slot: u32,
+    /// Per side (in [`Side::ALL`]'s order): a node across of its size or larger, found
+    /// when it was added ([`NONE`] beyond the roots); [`Self::neighbour`] goes down from
+    /// there to the deepest one, as the tree has grown since.
+    links: [u32; 4],
     /// Unset ([`Bounds::NONE`]) for a culled or absent node.
     bounds: Bounds,
+}
+
+/// What the neighbour walks read of a tree node: 8 bytes, so the walks over a frame's
+/// tree (every leaf looks at its four sides, several times) stay in cache.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    /// First of the four children, or [`NONE`] while not split.
+    children: u32,
+    /// The node's `k`.
+    k: u8,
+    state: u8,
 }
 
 /// A node's bounds, from one tile.
@@ -234,6 +246,8 @@ pub struct StreamedQuadtreeLod<S: TileSource> {
     builds_per_frame: u32,
     builds_left: u32,
     tree: Vec<TreeNode>,
+    /// Per tree node, what the neighbour walks read.
+    shapes: Vec<Shape>,
     /// Per root (row-major), its tree index or [`NONE`].
     root_index: Vec<u32>,
     worklist: Vec<u32>,
@@ -292,17 +306,22 @@ fn side_bit(side: Side) -> u32 {
     Side::ALL.iter().position(|&s| s == side).unwrap_or(0) as u32
 }
 
-/// For a child in quadrant `q` and a side: the quadrant of the sibling across that side,
-/// if the sibling is across it, else the quadrant of the child of the parent's neighbour
-/// that touches this child (the mirrored one).
-fn across_quadrant(q: u32, side: Side) -> (bool, u32) {
+/// For a child in quadrant `q`: the quadrant of the sibling across `side`, if a sibling
+/// is across it.
+fn sibling_across(q: u32, side: Side) -> Option<u32> {
     let (dx, dz) = (q & 1, q >> 1);
-    match side {
-        Side::West => (dx == 1, q ^ 1),
-        Side::East => (dx == 0, q ^ 1),
-        Side::North => (dz == 1, q ^ 2),
-        Side::South => (dz == 0, q ^ 2),
-    }
+    let across = match side {
+        Side::West => dx == 1,
+        Side::East => dx == 0,
+        Side::North => dz == 1,
+        Side::South => dz == 0,
+    };
+    let flip = if matches!(side, Side::West | Side::East) {
+        1
+    } else {
+        2
+    };
+    across.then_some(q ^ flip)
 }
 
 impl<S: TileSource> StreamedQuadtreeLod<S> {
@@ -340,6 +359,7 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             builds_per_frame: BUILDS_PER_FRAME,
             builds_left: 0,
             tree: Vec::new(),
+            shapes: Vec::new(),
             root_index: Vec::new(),
             worklist: Vec::new(),
             drawn: Vec::new(),
@@ -590,48 +610,48 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
     }
 
     /// The tree node covering the area across `side` of tree node `i` at its size or
-    /// larger (found through the parents: a sibling, or a child of the parent's
-    /// neighbour), if it is part of the tree.
+    /// larger (the deepest one: from its link, down the children that touch it), if it is
+    /// part of the tree.
     fn neighbour(&self, i: u32, side: Side) -> Option<u32> {
+        let m = self.deepest_across(i, side);
+        (m != NONE && self.shapes[m as usize].state != ABSENT).then_some(m)
+    }
+
+    /// As [`Self::neighbour`], absent nodes included ([`NONE`] beyond the roots).
+    fn deepest_across(&self, i: u32, side: Side) -> u32 {
         let t = &self.tree[i as usize];
-        if t.parent == NONE {
-            let (ix, iz) = (t.node.ix, t.node.iz);
-            let (ix, iz) = match side {
-                Side::West => (ix.checked_sub(1)?, iz),
-                Side::East => (ix + 1, iz),
-                Side::North => (ix, iz.checked_sub(1)?),
-                Side::South => (ix, iz + 1),
-            };
-            if ix >= self.roots.0 || iz >= self.roots.1 {
-                return None;
-            }
-            let r = self.root_index[(iz * self.roots.0 + ix) as usize];
-            return (r != NONE).then_some(r);
+        let mut m = t.links[side_bit(side) as usize];
+        if m == NONE {
+            return NONE;
         }
-        let q = i - self.tree[t.parent as usize].children;
-        let (sibling, mirrored) = across_quadrant(q, side);
-        let parent_first = self.tree[t.parent as usize].children;
-        let found = if sibling {
-            parent_first + mirrored
-        } else {
-            let p = self.neighbour(t.parent, side)?;
-            let pn = &self.tree[p as usize];
-            if pn.children == NONE || pn.node.k != t.node.k + 1 {
-                return Some(p);
-            }
-            pn.children + mirrored
+        // A point just across the side: the child holding it touches this node.
+        let (x, z) = t.node.origin();
+        let size = 1u64 << t.node.k;
+        let (px, pz) = match side {
+            Side::West => (x.wrapping_sub(1), z),
+            Side::East => (x + size, z),
+            Side::North => (x, z.wrapping_sub(1)),
+            Side::South => (x, z + size),
         };
-        (self.tree[found as usize].state != ABSENT).then_some(found)
+        let k = t.node.k as u8;
+        loop {
+            let across = self.shapes[m as usize];
+            if across.k == k || across.children == NONE {
+                return m;
+            }
+            let half = u32::from(across.k) - 1;
+            m = across.children + ((px >> half) & 1) as u32 + 2 * ((pz >> half) & 1) as u32;
+        }
     }
 
     /// Sides of tree node `i` facing a larger drawn node, as bits in [`Side::ALL`]'s order.
     fn coarser_sides(&self, i: u32) -> u32 {
-        let k = self.tree[i as usize].node.k;
+        let k = self.shapes[i as usize].k;
         let mut bits = 0;
         for side in Side::ALL {
             if let Some(m) = self.neighbour(i, side) {
-                let m = &self.tree[m as usize];
-                if m.state == LEAF && m.node.k > k {
+                let m = self.shapes[m as usize];
+                if m.state == LEAF && m.k > k {
                     bits |= 1 << side_bit(side);
                 }
             }
@@ -640,7 +660,7 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
     }
 
     /// Appends a node to this frame's tree as a leaf (or culled, or absent).
-    fn push(&mut self, n: Node, parent: u32, kid: Kid, planes: u8, pass: &Pass<'_>) {
+    fn push(&mut self, n: Node, kid: Kid, planes: u8, links: [u32; 4], pass: &Pass<'_>) {
         let index = self.tree.len() as u32;
         let (state, crossing, bounds) = match kid {
             Kid::Seen(b) => match pass.crossing(planes, || b.aabb) {
@@ -650,13 +670,16 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             Kid::Culled => (CULLED, 0, Bounds::NONE),
             Kid::Absent => (ABSENT, 0, Bounds::NONE),
         };
+        self.shapes.push(Shape {
+            children: NONE,
+            k: n.k as u8,
+            state,
+        });
         self.tree.push(TreeNode {
             node: n,
-            parent,
-            children: NONE,
-            state,
             planes: crossing,
             slot: NONE,
+            links,
             bounds,
         });
         if state == LEAF {
@@ -666,10 +689,10 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
 
     /// Splits leaf `i`, first force-splitting its drawn neighbours one size larger.
     fn try_split(&mut self, i: u32, pass: &Pass<'_>) -> Result<(), Refusal> {
-        let t = self.tree[i as usize];
-        if t.state == SPLIT {
+        if self.shapes[i as usize].state == SPLIT {
             return Ok(());
         }
+        let t = self.tree[i as usize];
         if t.node.k == 1 {
             return Err(Refusal::Finest);
         }
@@ -704,29 +727,37 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
         }
         for side in Side::ALL {
             if let Some(m) = self.neighbour(i, side)
-                && self.tree[m as usize].state == LEAF
-                && self.tree[m as usize].node.k > t.node.k
+                && self.shapes[m as usize].state == LEAF
+                && u32::from(self.shapes[m as usize].k) > t.node.k
             {
                 self.try_split(m, pass).map_err(|_| Refusal::MissingTile)?;
             }
         }
         let first = self.tree.len() as u32;
-        self.tree[i as usize].state = SPLIT;
-        self.tree[i as usize].children = first;
+        let outer = Side::ALL.map(|side| self.deepest_across(i, side));
+        self.shapes[i as usize] = Shape {
+            state: SPLIT,
+            children: first,
+            ..self.shapes[i as usize]
+        };
         for (q, kid) in kids.into_iter().enumerate() {
-            self.push(t.node.child(q as u32), i, kid, t.planes, pass);
+            let links = Side::ALL.map(|side| match sibling_across(q as u32, side) {
+                Some(sibling) => first + sibling,
+                None => outer[side_bit(side) as usize],
+            });
+            self.push(t.node.child(q as u32), kid, t.planes, links, pass);
         }
         Ok(())
     }
 
     /// Force-splits the drawn neighbours of `i` one size larger; whether none is left.
     fn split_coarser_neighbours(&mut self, i: u32, pass: &Pass<'_>) -> bool {
-        let k = self.tree[i as usize].node.k;
+        let k = self.shapes[i as usize].k;
         let mut all = true;
         for side in Side::ALL {
             if let Some(m) = self.neighbour(i, side)
-                && self.tree[m as usize].state == LEAF
-                && self.tree[m as usize].node.k > k
+                && self.shapes[m as usize].state == LEAF
+                && self.shapes[m as usize].k > k
             {
                 all &= self.try_split(m, pass).is_ok();
             }
@@ -747,15 +778,39 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
                 };
                 if let Some(bounds) = self.bounds(root, NONE) {
                     self.root_index[(iz * across + ix) as usize] = self.tree.len() as u32;
-                    self.push(root, NONE, Kid::Seen(bounds), Frustum::ALL_PLANES, pass);
+                    let links = [NONE; 4];
+                    self.push(root, Kid::Seen(bounds), Frustum::ALL_PLANES, links, pass);
                 }
             }
         }
+        // The roots' links, once all are in the tree.
+        let at = |ix: Option<u32>, iz: Option<u32>| match (ix, iz) {
+            (Some(ix), Some(iz)) if ix < across && iz < down => (iz * across + ix) as usize,
+            _ => usize::MAX,
+        };
+        for iz in 0..down {
+            for ix in 0..across {
+                let r = self.root_index[(iz * across + ix) as usize];
+                if r == NONE {
+                    continue;
+                }
+                let index = &self.root_index;
+                self.tree[r as usize].links = Side::ALL.map(|side| {
+                    let p = match side {
+                        Side::North => at(Some(ix), iz.checked_sub(1)),
+                        Side::East => at(Some(ix + 1), Some(iz)),
+                        Side::South => at(Some(ix), Some(iz + 1)),
+                        Side::West => at(ix.checked_sub(1), Some(iz)),
+                    };
+                    index.get(p).copied().unwrap_or(NONE)
+                });
+            }
+        }
         while let Some(i) = self.worklist.pop() {
-            let t = self.tree[i as usize];
-            if t.state != LEAF {
+            if self.shapes[i as usize].state != LEAF {
                 continue;
             }
+            let t = self.tree[i as usize];
             self.stats.nodes_visited += 1;
             let Bounds { plain, aabb, .. } = t.bounds;
             let accepts = |error: f32| pass.view.accepts(error, &aabb, pass.view_angle_aware);
@@ -915,13 +970,14 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedQuadtreeLod<S> {
         self.stats = SelectionStats::default();
         self.counters = StreamedQuadtreeStats::default();
         self.tree.clear();
+        self.shapes.clear();
         self.worklist.clear();
         self.drawn.clear();
         self.instances.clear();
         let pass = Pass::culling(view, self.view_angle_aware);
         self.select_tree(&pass);
         self.drawn
-            .extend((0..self.tree.len() as u32).filter(|&i| self.tree[i as usize].state == LEAF));
+            .extend((0..self.tree.len() as u32).filter(|&i| self.shapes[i as usize].state == LEAF));
         self.assign_slots();
         self.emit();
         self.forget_tiles();
@@ -957,6 +1013,7 @@ impl<S: TileSource + Send> LodAlgorithm for StreamedQuadtreeLod<S> {
             + self.slab.capacity() * size_of::<Option<TileNodes>>()
             + self.known_tiles.capacity() * (size_of::<TileKey>() + size_of::<Known>())
             + self.tree.capacity() * size_of::<TreeNode>()
+            + self.shapes.capacity() * size_of::<Shape>()
             + self.slot_of.capacity() * 12
             + self.owner.len() * size_of::<(u64, u32)>()
             + self.pool.memory_bytes()

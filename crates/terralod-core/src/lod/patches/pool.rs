@@ -6,6 +6,7 @@
 
 use crate::heightfield::{GridPos, Heightfield};
 use crate::lod::sample_height;
+use crate::rounding::round_to_i32;
 use glam::Vec3;
 use std::collections::TryReserveError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -338,7 +339,7 @@ fn zeroed<T: Clone>(n: usize, value: T) -> Result<Vec<T>, TryReserveError> {
 
 /// A unit normal as four signed normalised bytes (x, y, z, 0), x in the low byte.
 fn pack_normal(n: Vec3) -> u32 {
-    let byte = |v: f32| ((v.clamp(-1.0, 1.0) * 127.0).round() as i8) as u8 as u32;
+    let byte = |v: f32| (round_to_i32(v.clamp(-1.0, 1.0) * 127.0) as i8) as u8 as u32;
     byte(n.x) | byte(n.y) << 8 | byte(n.z) << 16
 }
 
@@ -358,7 +359,7 @@ fn ramp_colour(t: f32, up: f32) -> u32 {
     let rock = Vec3::splat(0.45);
     let steep = ((0.9 - up) / 0.3).clamp(0.0, 1.0);
     let c = ground.lerp(rock, steep);
-    let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u32;
+    let byte = |v: f32| round_to_i32(v.clamp(0.0, 1.0) * 255.0) as u32;
     byte(c.x) | byte(c.y) << 8 | byte(c.z) << 16 | 255 << 24
 }
 

@@ -7,7 +7,6 @@ use io_common::*;
 use terralod_core::Samples;
 use terralod_core::io::{Format, LoadOptions, Problem, load};
 use tiff::encoder::{Compression, DeflateLevel, Predictor, TiffEncoder, colortype};
-use tiff::tags::Tag;
 
 fn assert_close(actual: f64, expected: f64, tolerance: f64) {
     assert!(
@@ -99,14 +98,13 @@ fn encode<C: colortype::ColorType>(
 where
     [C::Inner]: tiff::encoder::TiffValue,
 {
-    let mut out = std::io::Cursor::new(Vec::new());
-    let mut encoder = TiffEncoder::new(&mut out).unwrap();
-    let mut image = encoder.new_image::<C>(width, height).unwrap();
-    if let Some(nodata) = nodata {
-        image.encoder().write_tag(Tag::GdalNodata, nodata).unwrap();
-    }
-    image.write_data(data).unwrap();
-    out.into_inner()
+    encoded_strips::<C>(
+        Compression::Uncompressed,
+        (width, height),
+        height,
+        data,
+        nodata,
+    )
 }
 
 #[test]
@@ -266,43 +264,13 @@ fn tiled(
     sample_format: u16,
     value: impl Fn(u32, u32) -> Vec<u8>,
 ) -> Vec<u8> {
-    let (width, height, tile) = (40u32, 20u32, 16u32);
-    let mut chunks = Vec::new();
-    for tile_row in 0..height.div_ceil(tile) {
-        for tile_col in 0..width.div_ceil(tile) {
-            let mut chunk = Vec::new();
-            for y in 0..tile {
-                for x in 0..tile {
-                    let (col, row) = (tile_col * tile + x, tile_row * tile + y);
-                    // Padding carries a value that must never show up.
-                    let (col, row) = if col < width && row < height {
-                        (col, row)
-                    } else {
-                        (9999, 9999)
-                    };
-                    chunk.extend(value(col, row));
-                }
-            }
-            chunks.push(chunk);
-        }
-    }
-    let tags = vec![
-        (tag::IMAGE_WIDTH, TagValue::Long(vec![width])),
-        (tag::IMAGE_LENGTH, TagValue::Long(vec![height])),
-        (tag::BITS_PER_SAMPLE, TagValue::Short(vec![bits])),
-        (tag::COMPRESSION, TagValue::Short(vec![1])),
-        (tag::PHOTOMETRIC, TagValue::Short(vec![1])),
-        (tag::SAMPLES_PER_PIXEL, TagValue::Short(vec![1])),
-        (tag::TILE_WIDTH, TagValue::Short(vec![tile as u16])),
-        (tag::TILE_LENGTH, TagValue::Short(vec![tile as u16])),
-        (tag::SAMPLE_FORMAT, TagValue::Short(vec![sample_format])),
-    ];
-    tiff_by_hand(
+    tiled_tiff(
         big_endian,
-        tags,
-        tag::TILE_OFFSETS,
-        tag::TILE_BYTE_COUNTS,
-        &chunks,
+        (40, 20),
+        16,
+        (bits, sample_format),
+        vec![],
+        value,
     )
 }
 

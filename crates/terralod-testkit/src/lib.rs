@@ -17,6 +17,7 @@
 //! coordinates that is a positive [`up_area2`]; its docs derive the sign.
 
 pub mod error_measure;
+mod files;
 pub mod fixtures;
 mod grid_math;
 pub mod mesh_check;
@@ -28,6 +29,7 @@ pub use error_measure::{
     check_projected_with_build_tolerance, for_each_projected_sample, measure_error,
     measure_error_by_windows, measure_popping,
 };
+pub use files::directory_files;
 pub use grid_math::MAX_GRID_COORD;
 pub use mesh_check::{
     Coverage, DuplicateVertex, EdgeUse, Findings, GridRect, InvalidReason, InvalidTriangle,

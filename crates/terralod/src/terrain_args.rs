@@ -28,7 +28,8 @@ pub struct TerrainArgs {
     /// Byte order of a raw file: little (le) or big (be) [default: little].
     #[arg(long, value_parser = str::parse::<ByteOrder>)]
     pub byte_order: Option<ByteOrder>,
-    /// Largest number of samples a file may claim before it is refused unread.
+    /// Largest number of samples a file may claim before it is refused unread (`import`
+    /// reads a larger GeoTIFF by windows instead of loading it).
     #[arg(
         long,
         default_value_t = LoadOptions::default().max_samples,

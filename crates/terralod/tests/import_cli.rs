@@ -292,6 +292,84 @@ fn a_raw_file_imports_by_windows_with_the_same_samples_as_its_loaded_form() {
     );
 }
 
+/// A GeoTIFF of `width × height` `f32` samples in strips of 5 rows, with a nodata tag.
+fn stripped_geotiff(path: &Path, (width, height): (u32, u32), height_at: impl Fn(u32, u32) -> f32) {
+    use tiff::encoder::{TiffEncoder, colortype};
+    let heights: Vec<f32> = (0..height)
+        .flat_map(|r| (0..width).map(move |c| (c, r)))
+        .map(|(c, r)| height_at(c, r))
+        .collect();
+    let file = std::fs::File::create(path).expect("writable");
+    let mut encoder = TiffEncoder::new(file).expect("an encoder");
+    let mut image = encoder
+        .new_image::<colortype::Gray32Float>(width, height)
+        .expect("an image");
+    image.rows_per_strip(5).expect("rows per strip");
+    image
+        .encoder()
+        .write_tag(tiff::tags::Tag::GdalNodata, "-9999")
+        .expect("a tag");
+    image.write_data(&heights).expect("written");
+}
+
+/// A GeoTIFF past `--max-samples` is imported by windows, never loaded whole: the same
+/// directory as the import of the loaded file; a hole, which only the loader fills, is
+/// refused with its position.
+#[test]
+fn a_geotiff_past_max_samples_imports_by_windows_as_the_loaded_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let tif = dir.path().join("field.tif");
+    stripped_geotiff(&tif, (129, 97), |c, r| {
+        ((c * 7919 + r * 104_729) % 3001) as f32 * 0.5
+    });
+    let tif_arg = tif.to_str().expect("UTF-8");
+    let (whole, windows) = (dir.path().join("whole"), dir.path().join("windows"));
+    let import = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            tif_arg,
+            "--tile-size",
+            "16",
+            "--height-scale",
+            "2",
+            "--out",
+            out.to_str().expect("UTF-8"),
+        ];
+        args.extend(extra);
+        last_json(&ok(&args))
+    };
+    import(&whole, &[]);
+    // Loading needs room for all 12,513 samples; 1,000 makes the import read windows.
+    fails_naming(&["info", tif_arg, "--max-samples", "1000"], "--max-samples");
+    let summary = import(&windows, &["--max-samples", "1000"]);
+    assert_eq!(
+        (summary["width"].clone(), summary["height"].clone()),
+        (129.into(), 97.into())
+    );
+    let (expected, actual) = (
+        terralod_testkit::directory_files(&whole),
+        terralod_testkit::directory_files(&windows),
+    );
+    assert_eq!(expected.len(), actual.len());
+    assert!(expected == actual, "the two imports differ");
+
+    let holed = dir.path().join("holed.tif");
+    stripped_geotiff(&holed, (129, 97), |c, r| {
+        if (c, r) == (70, 41) { -9999.0 } else { 1.0 }
+    });
+    fails_naming(
+        &[
+            "import",
+            holed.to_str().expect("UTF-8"),
+            "--max-samples",
+            "1000",
+            "--out",
+            dir.path().join("holed").to_str().expect("UTF-8"),
+        ],
+        "column 70, row 41",
+    );
+}
+
 /// A failed import leaves the output as it found it (a directory it made is removed, an
 /// empty one stays empty), and heights whose span overflows `f32` are refused before any
 /// header is written (they used to import, then fail every reader on the block index).

@@ -34,11 +34,54 @@ const MODEL_PROJECTED: u16 = 1;
 const MODEL_GEOGRAPHIC: u16 = 2;
 const USER_DEFINED: u16 = 32767;
 
-pub(super) fn decode<R: Read + Seek>(
+/// What the header checks found: a single-band raster of `width × height` samples of
+/// `sample_bytes` bytes whose layout and tags can be read as elevations.
+pub(crate) struct Checked {
+    pub width: u32,
+    pub height: u32,
+    pub sample_bytes: u64,
+    tags: Tags,
+}
+
+impl Checked {
+    /// The nodata value (GDAL's tag), if any.
+    pub fn nodata(&self) -> Option<f64> {
+        self.tags.nodata
+    }
+
+    /// What the file says about itself, for samples stored as `sample_type`.
+    pub fn source_info(&self, sample_type: &'static str) -> SourceInfo {
+        let mut source = SourceInfo::new(Format::GeoTiff, sample_type);
+        source.nodata_value = self.tags.nodata;
+        source.compression = self.tags.compression.clone();
+        let georeference = self.tags.georeference(self.width, self.height);
+        source.spacing_m = georeference.spacing_m;
+        source.spacing_note = Some(georeference.note);
+        source.crs = georeference.crs;
+        source
+    }
+
+    /// An error for what the decoder does not support, naming the compression.
+    pub fn decode_problem(&self, error: TiffError) -> Problem {
+        match error {
+            TiffError::UnsupportedError(detail) => unsupported(format!(
+                "{detail} (compression {})",
+                self.tags.compression.as_deref().unwrap_or("unknown")
+            )),
+            other => tiff_problem(other),
+        }
+    }
+}
+
+/// Opens a GeoTIFF and checks everything but its samples: the size against
+/// `options.max_samples`, a single band, the orientation, the photometric interpretation
+/// and the strip or tile table against the file's length. The decoder reads tags under
+/// small limits; set the image's before decoding samples.
+pub(crate) fn open_checked<R: Read + Seek>(
     reader: R,
     file_length: u64,
     options: &LoadOptions,
-) -> Result<Loaded, Problem> {
+) -> Result<(Decoder<R>, Checked), Problem> {
     let mut decoder = Decoder::new(reader).map_err(tiff_problem)?;
     let (width, height) = decoder.dimensions().map_err(tiff_problem)?;
     let (width, height) = check_claimed_size(u64::from(width), u64::from(height), options)?;
@@ -56,10 +99,7 @@ pub(super) fn decode<R: Read + Seek>(
     // Tags are read under small limits: the tiff crate sizes a tag's value vector by the
     // decoding buffer limit, so under the image's limits a lying tag count could reserve
     // terabytes (and abort) before a single value is read.
-    let mut tag_limits = Limits::default();
-    tag_limits.decoding_buffer_size = MAX_TAG_BYTES;
-    tag_limits.ifd_value_size = MAX_TAG_BYTES;
-    let mut decoder = decoder.with_limits(tag_limits);
+    let mut decoder = decoder.with_limits(tag_limits());
     let tags = read_tags(&mut decoder);
     // The tiff crate ignores Orientation: rows stored bottom-up or transposed would load
     // mirrored or rotated without a word.
@@ -77,12 +117,46 @@ pub(super) fn decode<R: Read + Seek>(
         ));
     }
     check_chunk_table(&mut decoder, file_length, width, height, sample_bytes)?;
-    let buffer_bytes = usize::try_from(options.max_samples.saturating_mul(8)).unwrap_or(usize::MAX);
+    let checked = Checked {
+        width,
+        height,
+        sample_bytes,
+        tags,
+    };
+    Ok((decoder, checked))
+}
+
+/// The limits tags are read under.
+fn tag_limits() -> Limits {
     let mut limits = Limits::default();
-    limits.decoding_buffer_size = buffer_bytes;
-    limits.intermediate_buffer_size = buffer_bytes;
+    limits.decoding_buffer_size = MAX_TAG_BYTES;
     limits.ifd_value_size = MAX_TAG_BYTES;
-    let mut decoder = decoder.with_limits(limits);
+    limits
+}
+
+/// Limits for decoding up to `bytes` bytes of samples at once.
+pub(crate) fn sample_limits(bytes: usize) -> Limits {
+    let mut limits = Limits::default();
+    limits.decoding_buffer_size = bytes;
+    limits.intermediate_buffer_size = bytes;
+    limits.ifd_value_size = MAX_TAG_BYTES;
+    limits
+}
+
+pub(super) fn decode<R: Read + Seek>(
+    reader: R,
+    file_length: u64,
+    options: &LoadOptions,
+) -> Result<Loaded, Problem> {
+    let (decoder, checked) = open_checked(reader, file_length, options)?;
+    let Checked {
+        width,
+        height,
+        sample_bytes,
+        ..
+    } = checked;
+    let buffer_bytes = usize::try_from(options.max_samples.saturating_mul(8)).unwrap_or(usize::MAX);
+    let mut decoder = decoder.with_limits(sample_limits(buffer_bytes));
     // The tiff crate allocates its result with `vec!`, which aborts the process when memory
     // is refused (a lying header under a raised --max-samples): ask the allocator first.
     let result_bytes = (u64::from(width) * u64::from(height)).saturating_mul(sample_bytes);
@@ -91,20 +165,16 @@ pub(super) fn decode<R: Read + Seek>(
         width,
         height,
     )?);
-    let data = decoder.read_image().map_err(|error| match error {
-        TiffError::UnsupportedError(detail) => unsupported(format!(
-            "{detail} (compression {})",
-            tags.compression.as_deref().unwrap_or("unknown")
-        )),
-        other => tiff_problem(other),
-    })?;
+    let data = decoder
+        .read_image()
+        .map_err(|error| checked.decode_problem(error))?;
     let count = width as usize * height as usize;
     if data_len(&data) < count {
         return Err(Problem::UnexpectedEnd {
             format: Format::GeoTiff,
         });
     }
-    let nodata = tags.nodata;
+    let nodata = checked.nodata();
     let (sample_type, field) = match data {
         DecodingResult::U8(v) => (
             "u8",
@@ -135,14 +205,7 @@ pub(super) fn decode<R: Read + Seek>(
         DecodingResult::F16(_) => return Err(unsupported("16-bit float samples".to_owned())),
     };
 
-    let mut source = SourceInfo::new(Format::GeoTiff, sample_type);
-    source.nodata_value = nodata;
-    source.compression = tags.compression.clone();
-    let georeference = tags.georeference(width, height);
-    source.spacing_m = georeference.spacing_m;
-    source.spacing_note = Some(georeference.note);
-    source.crs = georeference.crs;
-    finish(field, source)
+    finish(field, checked.source_info(sample_type))
 }
 
 /// Checks the strip or tile table against the file before any sample buffer exists: every

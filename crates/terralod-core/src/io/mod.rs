@@ -15,7 +15,7 @@
 //! - Bad input is an error, never a panic.
 
 mod ascii;
-mod geotiff;
+pub(crate) mod geotiff;
 mod hgt;
 pub mod interrupt;
 mod png;
@@ -580,29 +580,36 @@ fn field_with_holes(
 /// spacing that is not usable (not positive, 0 or infinite as `f32`, or a world extent
 /// beyond `f32`) with a note, so `--cell-size` can still override it.
 fn finish(mut heightfield: Heightfield, mut source: SourceInfo) -> Result<Loaded, Problem> {
-    if let Some((a, b)) = source.spacing_m {
-        let mapping = WorldMapping {
-            cell_size: ((a + b) / 2.0) as f32,
-            ..WorldMapping::default()
-        };
-        let usable = a.is_finite()
-            && b.is_finite()
-            && a > 0.0
-            && b > 0.0
-            && heightfield.check_mapping(&mapping).is_ok();
-        if usable {
-            heightfield = heightfield.with_mapping(mapping)?;
-        } else {
-            source.spacing_m = None;
-            source.spacing_note = Some(format!(
-                "the file's spacing ({a}, {b}) is not usable; cell size left at 1"
-            ));
-        }
+    if let Some(mapping) = mapping_from_spacing(&mut source, |mapping| {
+        heightfield.check_mapping(mapping).is_ok()
+    }) {
+        heightfield = heightfield.with_mapping(mapping)?;
     }
     Ok(Loaded {
         heightfield,
         source,
     })
+}
+
+/// The mapping whose cell size is the file's spacing (the mean of its two axes), when the
+/// spacing is usable and `fits` the data; otherwise `None`, and `source` says why.
+pub(crate) fn mapping_from_spacing(
+    source: &mut SourceInfo,
+    fits: impl FnOnce(&WorldMapping) -> bool,
+) -> Option<WorldMapping> {
+    let (a, b) = source.spacing_m?;
+    let mapping = WorldMapping {
+        cell_size: ((a + b) / 2.0) as f32,
+        ..WorldMapping::default()
+    };
+    if a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0 && fits(&mapping) {
+        return Some(mapping);
+    }
+    source.spacing_m = None;
+    source.spacing_note = Some(format!(
+        "the file's spacing ({a}, {b}) is not usable; cell size left at 1"
+    ));
+    None
 }
 
 /// An empty vector with room for `count` samples, or an error when the allocator refuses:

@@ -35,6 +35,7 @@ pub mod source;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod tiff_source;
 
 pub use blocks::{
     BLOCKS_FILE, BlockBounds, BlockIndex, BlockLevel, OwnBlockStats, blocks_per_side, level_blocks,
@@ -51,6 +52,7 @@ pub use import::{
 pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
 pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile};
+pub use tiff_source::TiffFileSource;
 
 use crate::io::WriteError;
 use std::path::PathBuf;

@@ -332,6 +332,22 @@ pub mod tag {
     pub const GDAL_NODATA: u16 = 42113;
 }
 
+/// The tags of an uncompressed single-band image of `bits`-bit samples of `sample_format`.
+fn gray_tags(
+    (width, height): (u32, u32),
+    (bits, sample_format): (u16, u16),
+) -> Vec<(u16, TagValue)> {
+    vec![
+        (tag::IMAGE_WIDTH, TagValue::Long(vec![width])),
+        (tag::IMAGE_LENGTH, TagValue::Long(vec![height])),
+        (tag::BITS_PER_SAMPLE, TagValue::Short(vec![bits])),
+        (tag::COMPRESSION, TagValue::Short(vec![1])),
+        (tag::PHOTOMETRIC, TagValue::Short(vec![1])),
+        (tag::SAMPLES_PER_PIXEL, TagValue::Short(vec![1])),
+        (tag::SAMPLE_FORMAT, TagValue::Short(vec![sample_format])),
+    ]
+}
+
 /// A single-strip, uncompressed, single-band TIFF of `bits`-bit samples (`sample_format`
 /// 1 = unsigned, 2 = signed, 3 = float) with extra tags.
 pub fn stripped_tiff(
@@ -343,16 +359,8 @@ pub fn stripped_tiff(
     data: Vec<u8>,
     extra_tags: Vec<(u16, TagValue)>,
 ) -> Vec<u8> {
-    let mut tags = vec![
-        (tag::IMAGE_WIDTH, TagValue::Long(vec![width])),
-        (tag::IMAGE_LENGTH, TagValue::Long(vec![height])),
-        (tag::BITS_PER_SAMPLE, TagValue::Short(vec![bits])),
-        (tag::COMPRESSION, TagValue::Short(vec![1])),
-        (tag::PHOTOMETRIC, TagValue::Short(vec![1])),
-        (tag::SAMPLES_PER_PIXEL, TagValue::Short(vec![1])),
-        (tag::ROWS_PER_STRIP, TagValue::Long(vec![height])),
-        (tag::SAMPLE_FORMAT, TagValue::Short(vec![sample_format])),
-    ];
+    let mut tags = gray_tags((width, height), (bits, sample_format));
+    tags.push((tag::ROWS_PER_STRIP, TagValue::Long(vec![height])));
     tags.extend(extra_tags);
     tiff_by_hand(
         big_endian,
@@ -361,6 +369,96 @@ pub fn stripped_tiff(
         tag::STRIP_BYTE_COUNTS,
         &[data],
     )
+}
+
+/// An uncompressed, single-band TIFF of `size` samples in `tile × tile` tiles (those on
+/// the right and bottom partly padding, which holds 9999 where `value` would be read),
+/// `bits`-bit samples of `sample_format` (1 = unsigned, 2 = signed, 3 = float), with
+/// extra tags; `value(col, row)` gives each sample's bytes.
+pub fn tiled_tiff(
+    big_endian: bool,
+    (width, height): (u32, u32),
+    tile: u32,
+    (bits, sample_format): (u16, u16),
+    extra_tags: Vec<(u16, TagValue)>,
+    value: impl Fn(u32, u32) -> Vec<u8>,
+) -> Vec<u8> {
+    let mut chunks = Vec::new();
+    for tile_row in 0..height.div_ceil(tile) {
+        for tile_col in 0..width.div_ceil(tile) {
+            let mut chunk = Vec::new();
+            for y in 0..tile {
+                for x in 0..tile {
+                    let (col, row) = (tile_col * tile + x, tile_row * tile + y);
+                    // Padding carries a value that must never show up.
+                    let (col, row) = if col < width && row < height {
+                        (col, row)
+                    } else {
+                        (9999, 9999)
+                    };
+                    chunk.extend(value(col, row));
+                }
+            }
+            chunks.push(chunk);
+        }
+    }
+    let mut tags = gray_tags((width, height), (bits, sample_format));
+    tags.push((tag::TILE_WIDTH, TagValue::Short(vec![tile as u16])));
+    tags.push((tag::TILE_LENGTH, TagValue::Short(vec![tile as u16])));
+    tags.extend(extra_tags);
+    tiff_by_hand(
+        big_endian,
+        tags,
+        tag::TILE_OFFSETS,
+        tag::TILE_BYTE_COUNTS,
+        &chunks,
+    )
+}
+
+/// Every file under `dir` (recursively) with its bytes, by path relative to `dir`.
+pub fn directory_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a readable directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("a readable file");
+                out.insert(path.strip_prefix(dir).expect("inside").to_path_buf(), bytes);
+            }
+        }
+    }
+    out
+}
+
+/// A stripped TIFF of `rows` rows per strip through the `tiff` crate's encoder, with a
+/// nodata tag if given.
+pub fn encoded_strips<C: tiff::encoder::colortype::ColorType>(
+    compression: tiff::encoder::Compression,
+    (width, height): (u32, u32),
+    rows: u32,
+    data: &[C::Inner],
+    nodata: Option<&str>,
+) -> Vec<u8>
+where
+    [C::Inner]: tiff::encoder::TiffValue,
+{
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut encoder = tiff::encoder::TiffEncoder::new(&mut out)
+        .unwrap()
+        .with_compression(compression);
+    let mut image = encoder.new_image::<C>(width, height).unwrap();
+    image.rows_per_strip(rows).unwrap();
+    if let Some(nodata) = nodata {
+        image
+            .encoder()
+            .write_tag(tiff::tags::Tag::GdalNodata, nodata)
+            .unwrap();
+    }
+    image.write_data(data).unwrap();
+    out.into_inner()
 }
 
 /// f32 samples as TIFF bytes in the given order.

@@ -86,10 +86,13 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
                     args.terrain.refuse_unused_by(Some(format), path)?;
                     raw_source(args, path, sample_type)?
                 }
-                None => {
-                    let terrain = args.terrain.load()?;
-                    (Box::new(terrain.heightfield), terrain.name)
-                }
+                None => match windowed_tiff(args, path)? {
+                    Some(source) => source,
+                    None => {
+                        let terrain = args.terrain.load()?;
+                        (Box::new(terrain.heightfield), terrain.name)
+                    }
+                },
             }
         }
         None if args
@@ -152,7 +155,8 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
 }
 
 /// The sample type of a raw file (by `--format` or extension), which is imported by
-/// windows; `None` for the formats loaded whole (PNG, GeoTIFF, ...: `--max-samples` caps them).
+/// windows; `None` for the other formats (PNG, HGT, ASCII are loaded whole, capped by
+/// `--max-samples`; GeoTIFF is loaded whole up to it and read by windows past it).
 fn raw_format(args: &ImportArgs, path: &std::path::Path) -> Option<tiles::SampleType> {
     let format = args.terrain.format.or_else(|| {
         path.extension()
@@ -164,6 +168,42 @@ fn raw_format(args: &ImportArgs, path: &std::path::Path) -> Option<tiles::Sample
         Format::RawF32 => Some(tiles::SampleType::F32),
         _ => None,
     }
+}
+
+/// A GeoTIFF of more than `--max-samples` samples, read by windows (never loaded whole);
+/// `None` for other files and for GeoTIFFs loaded whole (whose nodata holes are filled).
+fn windowed_tiff(
+    args: &ImportArgs,
+    path: &std::path::Path,
+) -> anyhow::Result<Option<(Box<dyn ImportSource>, String)>> {
+    let format = match args.terrain.format {
+        Some(format) => Some(format),
+        None => {
+            let mut head = [0u8; 16];
+            let read = std::fs::File::open(path)
+                .and_then(|mut file| std::io::Read::read(&mut file, &mut head))
+                .unwrap_or(0);
+            Format::detect(&head[..read], Some(path))
+        }
+    };
+    if format != Some(Format::GeoTiff) {
+        return Ok(None);
+    }
+    let source = tiles::TiffFileSource::open(path)?;
+    let samples = u64::from(source.width()) * u64::from(source.height());
+    if samples <= args.terrain.max_samples {
+        return Ok(None);
+    }
+    args.terrain.refuse_unused_by(Some(Format::GeoTiff), path)?;
+    let mapping = args.terrain.mapping_over(source.mapping());
+    mapping.validate().with_context(|| {
+        format!(
+            "{}: --cell-size/--height-scale/--height-offset",
+            path.display()
+        )
+    })?;
+    let source = source.with_mapping(mapping);
+    Ok(Some((Box::new(source), path.display().to_string())))
 }
 
 /// A raw file read by windows (never loaded whole): its size from `--raw-size` or, for a

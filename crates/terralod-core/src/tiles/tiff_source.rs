@@ -1,0 +1,501 @@
+//! A GeoTIFF as an import source read by windows: a tile decodes only the file's strips or
+//! tiles ("chunks") under it, and a cache shared by the tile jobs keeps the chunks decoded
+//! last (neighbouring tiles share theirs), so a file larger than memory imports without
+//! being loaded. The samples and the mapping are those the whole-file loader gives
+//! (`io::load`), so both imports write the same tiles; only nodata holes, which the loader
+//! fills from the samples around them, cannot be read by windows.
+
+use super::import::ImportSource;
+use super::{SampleType, TileError};
+use crate::heightfield::{Samples, WorldMapping};
+use crate::io::geotiff::{Checked, open_checked, sample_limits};
+use crate::io::{LoadError, LoadOptions, Problem, SourceInfo, mapping_from_spacing, regular_file};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tiff::decoder::{Decoder, DecodingResult};
+
+/// Decoded bytes the chunk cache keeps at least.
+const MIN_CACHE_BYTES: usize = 64 << 20;
+
+type FileDecoder = Decoder<BufReader<File>>;
+
+/// A GeoTIFF read by windows.
+pub struct TiffFileSource {
+    path: PathBuf,
+    file_length: u64,
+    width: u32,
+    height: u32,
+    sample_type: SampleType,
+    nodata: Option<f64>,
+    /// Columns and rows of a full chunk (a strip is as wide as the image).
+    chunk_cells: (u32, u32),
+    chunks_across: u32,
+    chunk_count: u32,
+    info: SourceInfo,
+    mapping: WorldMapping,
+    /// Decoders not in use (a decoder reads one chunk at a time; jobs run in parallel).
+    decoders: Mutex<Vec<FileDecoder>>,
+    cache: Mutex<ChunkCache>,
+}
+
+impl std::fmt::Debug for TiffFileSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiffFileSource")
+            .field("path", &self.path)
+            .field("size", &(self.width, self.height))
+            .field("sample_type", &self.sample_type)
+            .field("chunk_cells", &self.chunk_cells)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decoded chunks, least recently used dropped first past `budget` bytes.
+#[derive(Default)]
+struct ChunkCache {
+    chunks: HashMap<u32, (Arc<Samples>, u64)>,
+    bytes: usize,
+    budget: usize,
+    clock: u64,
+}
+
+impl ChunkCache {
+    fn get(&mut self, index: u32) -> Option<Arc<Samples>> {
+        self.clock += 1;
+        let (chunk, used) = self.chunks.get_mut(&index)?;
+        *used = self.clock;
+        Some(chunk.clone())
+    }
+
+    fn insert(&mut self, index: u32, chunk: Arc<Samples>) {
+        self.clock += 1;
+        self.bytes += samples_bytes(&chunk);
+        if let Some((old, _)) = self.chunks.insert(index, (chunk, self.clock)) {
+            self.bytes -= samples_bytes(&old);
+        }
+        while self.bytes > self.budget && self.chunks.len() > 1 {
+            let oldest = self
+                .chunks
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(&index, _)| index);
+            if let Some((old, _)) = oldest.and_then(|i| self.chunks.remove(&i)) {
+                self.bytes -= samples_bytes(&old);
+            }
+        }
+    }
+}
+
+fn samples_bytes(samples: &Samples) -> usize {
+    match samples {
+        Samples::U16(v) => v.len() * 2,
+        Samples::I16(v) => v.len() * 2,
+        Samples::F32(v) => v.len() * 4,
+    }
+}
+
+impl TiffFileSource {
+    /// Opens `path` and checks it as the whole-file loader does (but for the sample count,
+    /// which windows do not hold at once), decoding its first chunk.
+    pub fn open(path: &Path) -> Result<TiffFileSource, LoadError> {
+        let fail = |problem| LoadError {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let file_length = regular_file(path).map_err(fail)?.len();
+        let (decoder, checked) = open_decoder(path, file_length).map_err(fail)?;
+        let (chunk_cells, chunk_count) = layout(&decoder, &checked).map_err(fail)?;
+        let Checked { width, height, .. } = checked;
+        let mut source = TiffFileSource {
+            path: path.to_path_buf(),
+            file_length,
+            width,
+            height,
+            sample_type: SampleType::F32,
+            nodata: checked.nodata(),
+            chunk_cells,
+            chunks_across: width.div_ceil(chunk_cells.0),
+            chunk_count,
+            info: checked.source_info("f32"),
+            mapping: WorldMapping::default(),
+            decoders: Mutex::new(vec![decoder]),
+            cache: Mutex::default(),
+        };
+        // The first chunk tells the stored type (the loader's: u8 and u16 as u16, i8 and
+        // i16 as i16, every other type as f32). Its holes are not errors yet: a file with
+        // holes is loaded whole.
+        let (stored, first) = source.decode_chunk(0, false).map_err(|error| match error {
+            ChunkError::Problem(problem) => fail(problem),
+            ChunkError::Tile(error) => fail(Problem::Corrupt {
+                format: crate::io::Format::GeoTiff,
+                detail: error.to_string(),
+            }),
+        })?;
+        source.sample_type = SampleType::of(&first);
+        lock(&source.cache).budget = source.cache_budget();
+        source.info = checked.source_info(stored);
+        let (w, h) = (width, height);
+        source.mapping = mapping_from_spacing(&mut source.info, |mapping| {
+            mapping.validate().is_ok()
+                && ((w - 1) as f32 * mapping.cell_size).is_finite()
+                && ((h - 1) as f32 * mapping.cell_size).is_finite()
+        })
+        .unwrap_or_default();
+        Ok(source)
+    }
+
+    /// Bytes of decoded chunks kept: the chunks under one band of default-size level-0
+    /// tiles, per import thread, and half again (the tile jobs of a band share its
+    /// chunks; each thread works in its own band), at least [`MIN_CACHE_BYTES`]. A
+    /// smaller cache decodes the chunks of a band once per tile instead of once.
+    fn cache_budget(&self) -> usize {
+        let tile_rows = u64::from(super::ImportOptions::default().tile_cells) + 1;
+        let (cols, rows) = self.chunk_cells;
+        let band_rows = (tile_rows.div_ceil(u64::from(rows)) + 1) * u64::from(rows);
+        let sample_bytes = self.sample_type.bytes() as u64;
+        let band = band_rows * u64::from(self.chunks_across * cols) * sample_bytes;
+        let threads = rayon::current_num_threads() as u64;
+        let budget = (band * threads).saturating_mul(3) / 2;
+        usize::try_from(budget)
+            .unwrap_or(usize::MAX)
+            .max(MIN_CACHE_BYTES)
+    }
+
+    /// What the file says about itself (spacing, nodata, compression, CRS).
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    /// The mapping applied to the samples: the file's spacing as the cell size, as the
+    /// whole-file loader gives it, until replaced.
+    pub fn with_mapping(mut self, mapping: WorldMapping) -> TiffFileSource {
+        self.mapping = mapping;
+        self
+    }
+
+    /// Chunk `index`, from the cache or decoded now.
+    fn chunk(&self, index: u32) -> Result<Arc<Samples>, TileError> {
+        if let Some(chunk) = lock(&self.cache).get(index) {
+            return Ok(chunk);
+        }
+        let chunk = Arc::new(
+            self.decode_chunk(index, true)
+                .map_err(|error| self.tile_error(error))?
+                .1,
+        );
+        lock(&self.cache).insert(index, chunk.clone());
+        Ok(chunk)
+    }
+
+    fn tile_error(&self, error: ChunkError) -> TileError {
+        match error {
+            ChunkError::Tile(error) => error,
+            ChunkError::Problem(problem) => TileError::Source {
+                what: format!("{}: {problem}", self.path.display()),
+            },
+        }
+    }
+
+    /// Decodes chunk `index` into the loader's sample type, with the stored type's name;
+    /// with `refuse_holes`, a nodata or non-finite sample is an error naming it.
+    fn decode_chunk(
+        &self,
+        index: u32,
+        refuse_holes: bool,
+    ) -> Result<(&'static str, Samples), ChunkError> {
+        // `chunk_data_dimensions` panics past the table.
+        if index >= self.chunk_count {
+            return Err(ChunkError::Problem(Problem::Corrupt {
+                format: crate::io::Format::GeoTiff,
+                detail: format!("chunk {index} is past the {} in the file", self.chunk_count),
+            }));
+        }
+        let taken = lock(&self.decoders).pop();
+        let mut decoder = match taken {
+            Some(decoder) => decoder,
+            None => open_decoder(&self.path, self.file_length)?.0,
+        };
+        let (data_cols, data_rows) = decoder.chunk_data_dimensions(index);
+        let decoded = decoder.read_chunk(index);
+        lock(&self.decoders).push(decoder);
+        let data = decoded.map_err(|error| {
+            ChunkError::Problem(match error {
+                tiff::TiffError::UnsupportedError(detail) => Problem::Unsupported {
+                    format: crate::io::Format::GeoTiff,
+                    detail: format!(
+                        "{detail} (compression {})",
+                        self.info.compression.as_deref().unwrap_or("unknown")
+                    ),
+                },
+                other => Problem::Corrupt {
+                    format: crate::io::Format::GeoTiff,
+                    detail: format!("chunk {index}: {other}"),
+                },
+            })
+        })?;
+        let count = data_cols as usize * data_rows as usize;
+        let origin = self.chunk_origin(index);
+        let position = |i: usize| {
+            (
+                origin.0 + (i % data_cols as usize) as u32,
+                origin.1 + (i / data_cols as usize) as u32,
+            )
+        };
+        // A hole (nodata or NaN), which only the whole-file loader fills, or an infinity,
+        // which it refuses too.
+        let hole = |i: usize, value: f64| {
+            let (col, row) = position(i);
+            if value.is_infinite() {
+                return ChunkError::Problem(Problem::OutOfRange { col, row, value });
+            }
+            let what = if value.is_nan() {
+                "not a number"
+            } else {
+                "the nodata value"
+            };
+            ChunkError::Tile(TileError::Source {
+                what: format!(
+                    "{}: the sample at column {col}, row {row} is {what}; holes are filled \
+                     only when the file is loaded whole (raise --max-samples)",
+                    self.path.display(),
+                ),
+            })
+        };
+        let short = || {
+            ChunkError::Problem(Problem::UnexpectedEnd {
+                format: crate::io::Format::GeoTiff,
+            })
+        };
+        let nodata = self.nodata;
+        let integers = |values: Vec<f64>| -> Result<(), ChunkError> {
+            match values.iter().position(|&v| nodata == Some(v)) {
+                Some(i) => Err(hole(i, values[i])),
+                None => Ok(()),
+            }
+        };
+        macro_rules! kept {
+            ($values:expr, $name:literal, $variant:ident, $t:ty) => {{
+                let values: Vec<$t> = $values
+                    .get(..count)
+                    .ok_or_else(short)?
+                    .iter()
+                    .map(|&v| <$t>::from(v))
+                    .collect();
+                if refuse_holes && nodata.is_some() {
+                    integers(values.iter().map(|&v| f64::from(v)).collect())?;
+                }
+                ($name, Samples::$variant(values))
+            }};
+        }
+        macro_rules! widened {
+            ($values:expr, $name:literal) => {{
+                let mut out = Vec::with_capacity(count);
+                for (i, &v) in $values.get(..count).ok_or_else(short)?.iter().enumerate() {
+                    #[allow(clippy::cast_lossless, clippy::cast_precision_loss)]
+                    let wide = v as f64;
+                    let narrow = wide as f32;
+                    if refuse_holes && (nodata == Some(wide) || !wide.is_finite()) {
+                        return Err(hole(i, wide));
+                    }
+                    if wide.is_finite() && !narrow.is_finite() {
+                        let (col, row) = position(i);
+                        return Err(ChunkError::Problem(Problem::OutOfRange {
+                            col,
+                            row,
+                            value: wide,
+                        }));
+                    }
+                    out.push(narrow);
+                }
+                ($name, Samples::F32(out))
+            }};
+        }
+        Ok(match data {
+            DecodingResult::U8(v) => kept!(v, "u8", U16, u16),
+            DecodingResult::U16(v) => kept!(v, "u16", U16, u16),
+            DecodingResult::I8(v) => kept!(v, "i8", I16, i16),
+            DecodingResult::I16(v) => kept!(v, "i16", I16, i16),
+            DecodingResult::U32(v) => widened!(v, "u32"),
+            DecodingResult::I32(v) => widened!(v, "i32"),
+            DecodingResult::U64(v) => widened!(v, "u64"),
+            DecodingResult::I64(v) => widened!(v, "i64"),
+            DecodingResult::F64(v) => widened!(v, "f64"),
+            DecodingResult::F32(v) => {
+                // The loader compares nodata in f32.
+                let nodata = nodata.map(|n| n as f32);
+                let values = v.get(..count).ok_or_else(short)?.to_vec();
+                let hole_at = values
+                    .iter()
+                    .position(|&h| !h.is_finite() || nodata == Some(h));
+                if let Some(i) = hole_at.filter(|_| refuse_holes) {
+                    return Err(hole(i, f64::from(values[i])));
+                }
+                ("f32", Samples::F32(values))
+            }
+            DecodingResult::F16(_) => {
+                return Err(ChunkError::Problem(Problem::Unsupported {
+                    format: crate::io::Format::GeoTiff,
+                    detail: "16-bit float samples".to_owned(),
+                }));
+            }
+        })
+    }
+
+    /// Level-0 column and row of chunk `index`'s first sample.
+    fn chunk_origin(&self, index: u32) -> (u32, u32) {
+        (
+            (index % self.chunks_across) * self.chunk_cells.0,
+            (index / self.chunks_across) * self.chunk_cells.1,
+        )
+    }
+}
+
+/// Why a chunk could not be used: the file's problem (named with the path by the caller)
+/// or an error that already names it.
+enum ChunkError {
+    Problem(Problem),
+    Tile(TileError),
+}
+
+impl From<Problem> for ChunkError {
+    fn from(problem: Problem) -> Self {
+        ChunkError::Problem(problem)
+    }
+}
+
+/// A decoder of `path`, its header checked, ready to decode chunks.
+fn open_decoder(path: &Path, file_length: u64) -> Result<(FileDecoder, Checked), Problem> {
+    let reader = BufReader::with_capacity(1 << 16, File::open(path)?);
+    // Windows hold a chunk at a time, not the image: no cap on the sample count here.
+    let options = LoadOptions {
+        max_samples: u64::MAX,
+        ..LoadOptions::default()
+    };
+    let (decoder, checked) = open_checked(reader, file_length, &options)?;
+    let (cols, rows) = decoder.chunk_dimensions();
+    let chunk_bytes = u64::from(cols) * u64::from(rows) * checked.sample_bytes.max(4);
+    let limit = usize::try_from(chunk_bytes.saturating_mul(2)).unwrap_or(usize::MAX);
+    Ok((decoder.with_limits(sample_limits(limit)), checked))
+}
+
+/// A full chunk's columns and rows and the number of chunks.
+fn layout(decoder: &FileDecoder, checked: &Checked) -> Result<((u32, u32), u32), Problem> {
+    let (cols, rows) = decoder.chunk_dimensions();
+    if cols == 0 || rows == 0 {
+        return Err(Problem::Corrupt {
+            format: crate::io::Format::GeoTiff,
+            detail: format!("chunks of {cols} x {rows} samples"),
+        });
+    }
+    // Strips are as wide as the image: one across.
+    let across = u64::from(checked.width.div_ceil(cols));
+    let down = u64::from(checked.height.div_ceil(rows));
+    let count = across * down;
+    let count = u32::try_from(count).map_err(|_| Problem::Corrupt {
+        format: crate::io::Format::GeoTiff,
+        detail: format!("{count} chunks"),
+    })?;
+    Ok(((cols, rows), count))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A job that panicked leaves the cache or the decoder list whole (every change is
+    // one insert or push), so its state can be used.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ImportSource for TiffFileSource {
+    fn width(&self) -> u32 {
+        self.width
+    }
+
+    fn height(&self) -> u32 {
+        self.height
+    }
+
+    fn sample_type(&self) -> SampleType {
+        self.sample_type
+    }
+
+    fn mapping(&self) -> WorldMapping {
+        self.mapping
+    }
+
+    fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
+        Ok(match self.sample_type {
+            SampleType::U16 => Samples::U16(self.gather(cols, rows, |chunk| match chunk {
+                Samples::U16(values) => Some(values),
+                _ => None,
+            })?),
+            SampleType::I16 => Samples::I16(self.gather(cols, rows, |chunk| match chunk {
+                Samples::I16(values) => Some(values),
+                _ => None,
+            })?),
+            SampleType::F32 => Samples::F32(self.gather(cols, rows, |chunk| match chunk {
+                Samples::F32(values) => Some(values),
+                _ => None,
+            })?),
+        })
+    }
+}
+
+impl TiffFileSource {
+    /// The samples at `cols` × `rows`, row-major, from the chunks under them, taken as
+    /// `T` by `typed`. The chunks of one band of chunk rows are held while its rows are
+    /// gathered (a strided window's columns can touch every chunk of the band).
+    fn gather<T: Copy>(
+        &self,
+        cols: &[u32],
+        rows: &[u32],
+        typed: impl Fn(&Samples) -> Option<&Vec<T>>,
+    ) -> Result<Vec<T>, TileError> {
+        let (chunk_cols, chunk_rows) = self.chunk_cells;
+        // Per column, once: which of the band's chunks holds it, that chunk's row length
+        // (those on the right edge hold only the image's samples) and its column there.
+        let mut across: Vec<u32> = Vec::new();
+        let columns: Vec<(usize, usize, usize)> = cols
+            .iter()
+            .map(|&col| {
+                let a = col / chunk_cols;
+                if across.last() != Some(&a) {
+                    across.push(a);
+                }
+                let data_cols = (self.width - a * chunk_cols).min(chunk_cols) as usize;
+                (across.len() - 1, data_cols, (col % chunk_cols) as usize)
+            })
+            .collect();
+        let mut out = Vec::with_capacity(cols.len() * rows.len());
+        let mut next = 0;
+        while next < rows.len() {
+            let band_row = rows[next] / chunk_rows;
+            let chunks = across
+                .iter()
+                .map(|&a| self.chunk(band_row * self.chunks_across + a))
+                .collect::<Result<Vec<_>, _>>()?;
+            let slices = chunks
+                .iter()
+                .map(|chunk| typed(chunk).map(Vec::as_slice))
+                .collect::<Option<Vec<&[T]>>>()
+                .ok_or_else(|| TileError::Source {
+                    what: format!(
+                        "{}: chunk row {band_row} holds another sample type than the first chunk",
+                        self.path.display()
+                    ),
+                })?;
+            while next < rows.len() && rows[next] / chunk_rows == band_row {
+                let local_row = (rows[next] % chunk_rows) as usize;
+                out.extend(
+                    columns
+                        .iter()
+                        .map(|&(slot, data_cols, col)| slices[slot][local_row * data_cols + col]),
+                );
+                next += 1;
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,209 @@
+//! GeoTIFFs imported by windows (`TiffFileSource`, what `terralod import` uses past
+//! `--max-samples`): the same files as the import of the whole-file loader's heightfield,
+//! for strips and tiles, compressed or not, every stored type and the file's spacing;
+//! holes and damaged chunks are errors that name the file and the sample.
+
+mod io_common;
+
+use io_common::*;
+use std::path::{Path, PathBuf};
+use terralod_core::io::{LoadOptions, load};
+use terralod_core::tiles::{ImportOptions, ImportSource, TiffFileSource, import, import_source};
+use tiff::encoder::{Compression, DeflateLevel, colortype};
+
+/// Imports the GeoTIFF at `path` twice, loaded whole and by windows, and checks that both
+/// write the same files (more than one level, so strided windows are read too).
+fn assert_same_import(path: &Path, tile_cells: u32) {
+    let whole = load(path, &LoadOptions::default())
+        .expect("the loader reads it")
+        .heightfield;
+    let windows = TiffFileSource::open(path).expect("the windowed source opens it");
+    assert_eq!(windows.mapping(), whole.mapping(), "{}", path.display());
+    assert_eq!(
+        (windows.width(), windows.height()),
+        (whole.width(), whole.height())
+    );
+    let options = ImportOptions::with_tile_cells(tile_cells);
+    let (a, b) = (
+        tempfile::tempdir().expect("a temporary directory"),
+        tempfile::tempdir().expect("a temporary directory"),
+    );
+    let loaded = import(&whole, a.path(), &options, &|_, _| {}).expect("whole import");
+    assert!(loaded.header.levels.len() >= 3, "{}", path.display());
+    import_source(&windows, b.path(), &options, &|_, _| {}).expect("windowed import");
+    let (expected, actual) = (directory_files(a.path()), directory_files(b.path()));
+    assert_eq!(
+        expected.keys().collect::<Vec<_>>(),
+        actual.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &expected {
+        assert!(
+            actual[name] == *bytes,
+            "{}: {} differs",
+            path.display(),
+            name.display()
+        );
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("a writable scratch directory");
+    path
+}
+
+/// A rough surface: neighbouring samples differ, so every tile has its own errors.
+fn rough(col: u32, row: u32) -> f32 {
+    let h = (col.wrapping_mul(2_654_435_761) ^ row.wrapping_mul(40_503)) % 5000;
+    h as f32 * 0.25 + (col + row) as f32
+}
+
+#[test]
+fn strips_import_as_the_loaded_file_does() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (width, height) = (301u32, 203u32);
+    let heights: Vec<f32> = (0..height)
+        .flat_map(|r| (0..width).map(move |c| rough(c, r)))
+        .collect();
+    let integers: Vec<u16> = heights.iter().map(|&h| h as u16).collect();
+    let signed: Vec<i16> = heights.iter().map(|&h| h as i16 - 1000).collect();
+    let size = (width, height);
+    let deflate = Compression::Deflate(DeflateLevel::Balanced);
+    for (name, bytes) in [
+        (
+            "f32.tif",
+            encoded_strips::<colortype::Gray32Float>(
+                Compression::Uncompressed,
+                size,
+                7,
+                &heights,
+                None,
+            ),
+        ),
+        (
+            "deflate_u16.tif",
+            encoded_strips::<colortype::Gray16>(deflate, size, 10, &integers, None),
+        ),
+        (
+            "i16.tif",
+            encoded_strips::<colortype::GrayI16>(
+                Compression::Uncompressed,
+                size,
+                64,
+                &signed,
+                None,
+            ),
+        ),
+    ] {
+        let path = write(dir.path(), name, &bytes);
+        assert_same_import(&path, 32);
+    }
+}
+
+#[test]
+fn tiles_import_as_the_loaded_file_does_with_the_files_spacing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // Projected, metres: 12.5 × 12.5 m cells.
+    let geo = || {
+        vec![
+            (
+                tag::MODEL_PIXEL_SCALE,
+                TagValue::Double(vec![12.5, 12.5, 0.0]),
+            ),
+            (
+                tag::MODEL_TIEPOINT,
+                TagValue::Double(vec![0.0, 0.0, 0.0, 500_000.0, 4_000_000.0, 0.0]),
+            ),
+            (
+                tag::GEO_KEY_DIRECTORY,
+                TagValue::Short(vec![1, 1, 0, 2, 1024, 0, 1, 1, 3076, 0, 1, 9001]),
+            ),
+        ]
+    };
+    let size = (300, 211);
+    let cases = [
+        ("u16.tif", (16, 1), 32),
+        ("f32.tif", (32, 3), 64),
+        // int32 is widened to f32, as the loader does.
+        ("i32.tif", (32, 2), 48),
+    ];
+    for (name, format, tile) in cases {
+        let bytes = tiled_tiff(false, size, tile, format, geo(), |c, r| {
+            let h = rough(c, r);
+            match format {
+                (16, _) => (h as u16).to_le_bytes().to_vec(),
+                (32, 3) => h.to_le_bytes().to_vec(),
+                _ => (h as i32 - 700).to_le_bytes().to_vec(),
+            }
+        });
+        let path = write(dir.path(), name, &bytes);
+        let source = TiffFileSource::open(&path).expect("opens");
+        assert_eq!(source.mapping().cell_size, 12.5, "{name}");
+        assert!(source.info().crs.is_some(), "{name}");
+        assert_same_import(&path, 16);
+    }
+}
+
+#[test]
+fn real_geotiffs_import_as_loaded() {
+    for name in ["olinda_dem_111x111_f32.tif", "whitebox_dem_237x188_f32.tif"] {
+        let Some(path) = shared_data(name) else {
+            continue;
+        };
+        if load(&path, &LoadOptions::default())
+            .expect("loads")
+            .heightfield
+            .nodata_filled()
+            > 0
+        {
+            // Holes are filled only when loaded whole (see the next test).
+            assert!(TiffFileSource::open(&path).is_ok());
+            continue;
+        }
+        assert_same_import(&path, 16);
+    }
+}
+
+#[test]
+fn holes_and_damaged_chunks_are_errors_naming_the_file_and_sample() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (width, height) = (40u32, 30u32);
+    let mut heights: Vec<f32> = (0..width * height).map(|i| i as f32).collect();
+    heights[(17 * width + 23) as usize] = -9999.0;
+    let bytes = encoded_strips::<colortype::Gray32Float>(
+        Compression::Uncompressed,
+        (width, height),
+        4,
+        &heights,
+        Some("-9999"),
+    );
+    let path = write(dir.path(), "hole.tif", &bytes);
+    let source = TiffFileSource::open(&path).expect("the first chunk has no hole");
+    let error = import_source(
+        &source,
+        &dir.path().join("out"),
+        &ImportOptions::with_tile_cells(16),
+        &|_, _| {},
+    )
+    .expect_err("a hole cannot be imported by windows");
+    let message = error.to_string();
+    assert!(
+        message.contains("hole.tif")
+            && message.contains("column 23, row 17")
+            && message.contains("nodata"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("out")).map_or(0, |d| d.count()),
+        0,
+        "nothing is left of a failed import"
+    );
+
+    // A tile whose bytes are cut short (the file ends inside its table) is refused at open.
+    let tiled = tiled_tiff(false, (40, 30), 16, (16, 1), vec![], |c, r| {
+        ((c + r) as u16).to_le_bytes().to_vec()
+    });
+    let cut = write(dir.path(), "cut.tif", &tiled[..tiled.len() - 100]);
+    let error = TiffFileSource::open(&cut).expect_err("a truncated file is refused");
+    assert!(error.to_string().contains("cut.tif"), "{error}");
+}

@@ -61,15 +61,20 @@ impl Checked {
         source
     }
 
-    /// An error for what the decoder does not support, naming the compression.
+    /// The problem of a failed decode (naming the compression where it is unsupported).
     pub fn decode_problem(&self, error: TiffError) -> Problem {
-        match error {
-            TiffError::UnsupportedError(detail) => unsupported(format!(
-                "{detail} (compression {})",
-                self.tags.compression.as_deref().unwrap_or("unknown")
-            )),
-            other => tiff_problem(other),
-        }
+        decode_problem(error, self.tags.compression.as_deref())
+    }
+}
+
+/// The problem of a failed decode of samples stored with `compression`.
+pub(crate) fn decode_problem(error: TiffError, compression: Option<&str>) -> Problem {
+    match error {
+        TiffError::UnsupportedError(detail) => unsupported(format!(
+            "{detail} (compression {})",
+            compression.unwrap_or("unknown")
+        )),
+        other => tiff_problem(other),
     }
 }
 

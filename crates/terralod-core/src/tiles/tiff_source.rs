@@ -1,15 +1,18 @@
 //! A GeoTIFF as an import source read by windows: a tile decodes only the file's strips or
 //! tiles ("chunks") under it, and a cache shared by the tile jobs keeps the chunks decoded
 //! last (neighbouring tiles share theirs), so a file larger than memory imports without
-//! being loaded. The samples and the mapping are those the whole-file loader gives
-//! (`io::load`), so both imports write the same tiles; only nodata holes, which the loader
-//! fills from the samples around them, cannot be read by windows.
+//! being loaded, as long as its chunks are small (a single-strip file is one chunk: it is
+//! refused past [`MAX_CHUNK_BYTES`]). The samples and the mapping are those the whole-file
+//! loader gives (`io::load`), so both imports write the same tiles; only nodata holes,
+//! which the loader fills from the samples around them, cannot be read by windows.
 
 use super::import::ImportSource;
-use super::{SampleType, TileError};
+use super::{ImportOptions, MAX_SIDE, SampleType, TileError};
 use crate::heightfield::{Samples, WorldMapping};
-use crate::io::geotiff::{Checked, open_checked, sample_limits};
-use crate::io::{LoadError, LoadOptions, Problem, SourceInfo, mapping_from_spacing, regular_file};
+use crate::io::geotiff::{Checked, decode_problem, open_checked, sample_limits};
+use crate::io::{
+    Format, LoadError, LoadOptions, Problem, SourceInfo, mapping_from_spacing, regular_file,
+};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
@@ -17,8 +20,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tiff::decoder::{Decoder, DecodingResult};
 
-/// Decoded bytes the chunk cache keeps at least.
-const MIN_CACHE_BYTES: usize = 64 << 20;
+/// Largest chunk read by windows, decoded (a 256 MiB strip is 8,192 rows of 8,192 `f32`
+/// samples): a larger one would hold much of the file at once, and a lying header could
+/// claim terabytes. Such files are refused with a hint to re-encode them.
+pub const MAX_CHUNK_BYTES: u64 = 256 << 20;
+/// Decoded bytes the chunk cache keeps at least, and at most.
+const MIN_CACHE_BYTES: u64 = 64 << 20;
+const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 type FileDecoder = Decoder<BufReader<File>>;
 
@@ -56,8 +64,8 @@ impl std::fmt::Debug for TiffFileSource {
 #[derive(Default)]
 struct ChunkCache {
     chunks: HashMap<u32, (Arc<Samples>, u64)>,
-    bytes: usize,
-    budget: usize,
+    bytes: u64,
+    budget: u64,
     clock: u64,
 }
 
@@ -69,36 +77,62 @@ impl ChunkCache {
         Some(chunk.clone())
     }
 
+    /// Keeps `chunk`; past the budget, drops the oldest chunks down to three quarters of
+    /// it (one sort per many inserts, not a scan per insert).
     fn insert(&mut self, index: u32, chunk: Arc<Samples>) {
         self.clock += 1;
         self.bytes += samples_bytes(&chunk);
         if let Some((old, _)) = self.chunks.insert(index, (chunk, self.clock)) {
             self.bytes -= samples_bytes(&old);
         }
-        while self.bytes > self.budget && self.chunks.len() > 1 {
-            let oldest = self
-                .chunks
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(&index, _)| index);
-            if let Some((old, _)) = oldest.and_then(|i| self.chunks.remove(&i)) {
+        if self.bytes <= self.budget {
+            return;
+        }
+        let mut by_age: Vec<(u64, u32)> = self
+            .chunks
+            .iter()
+            .map(|(&i, &(_, used))| (used, i))
+            .collect();
+        by_age.sort_unstable();
+        for (_, oldest) in by_age {
+            if self.bytes <= self.budget / 4 * 3 || self.chunks.len() == 1 {
+                break;
+            }
+            if let Some((old, _)) = self.chunks.remove(&oldest) {
                 self.bytes -= samples_bytes(&old);
             }
         }
     }
 }
 
-fn samples_bytes(samples: &Samples) -> usize {
+fn samples_bytes(samples: &Samples) -> u64 {
     match samples {
-        Samples::U16(v) => v.len() * 2,
-        Samples::I16(v) => v.len() * 2,
-        Samples::F32(v) => v.len() * 4,
+        Samples::U16(v) => v.len() as u64 * 2,
+        Samples::I16(v) => v.len() as u64 * 2,
+        Samples::F32(v) => v.len() as u64 * 4,
     }
 }
 
 impl TiffFileSource {
+    /// The size a GeoTIFF claims, from its header alone (nothing else is checked), to
+    /// choose between loading it whole and reading it by windows.
+    pub fn claimed_size(path: &Path) -> Result<(u32, u32), LoadError> {
+        let fail = |problem| LoadError {
+            path: path.to_path_buf(),
+            problem,
+        };
+        regular_file(path).map_err(fail)?;
+        let file = File::open(path).map_err(|error| fail(Problem::Io(error)))?;
+        let mut decoder = Decoder::new(BufReader::with_capacity(1 << 16, file))
+            .map_err(|error| fail(decode_problem(error, None)))?;
+        decoder
+            .dimensions()
+            .map_err(|error| fail(decode_problem(error, None)))
+    }
+
     /// Opens `path` and checks it as the whole-file loader does (but for the sample count,
-    /// which windows do not hold at once), decoding its first chunk.
+    /// which windows do not hold at once: a side may reach [`MAX_SIDE`], a chunk
+    /// [`MAX_CHUNK_BYTES`]), decoding its first chunk for the stored type.
     pub fn open(path: &Path) -> Result<TiffFileSource, LoadError> {
         let fail = |problem| LoadError {
             path: path.to_path_buf(),
@@ -129,12 +163,11 @@ impl TiffFileSource {
         let (stored, first) = source.decode_chunk(0, false).map_err(|error| match error {
             ChunkError::Problem(problem) => fail(problem),
             ChunkError::Tile(error) => fail(Problem::Corrupt {
-                format: crate::io::Format::GeoTiff,
+                format: Format::GeoTiff,
                 detail: error.to_string(),
             }),
         })?;
         source.sample_type = SampleType::of(&first);
-        lock(&source.cache).budget = source.cache_budget();
         source.info = checked.source_info(stored);
         let (w, h) = (width, height);
         source.mapping = mapping_from_spacing(&mut source.info, |mapping| {
@@ -143,24 +176,27 @@ impl TiffFileSource {
                 && ((h - 1) as f32 * mapping.cell_size).is_finite()
         })
         .unwrap_or_default();
-        Ok(source)
+        Ok(source.with_tile_cells(ImportOptions::default().tile_cells))
     }
 
-    /// Bytes of decoded chunks kept: the chunks under one band of default-size level-0
-    /// tiles, per import thread, and half again (the tile jobs of a band share its
-    /// chunks; each thread works in its own band), at least [`MIN_CACHE_BYTES`]. A
-    /// smaller cache decodes the chunks of a band once per tile instead of once.
-    fn cache_budget(&self) -> usize {
-        let tile_rows = u64::from(super::ImportOptions::default().tile_cells) + 1;
+    /// Sizes the chunk cache for imports of `tile_cells`-cell tiles: the chunks under one
+    /// band of level-0 tiles per import thread, and half again (the tile jobs of a band
+    /// share its chunks; each thread works in its own band), within 64 MiB ..= 1 GiB. A
+    /// band larger than that is decoded again for every tile that needs it.
+    pub fn with_tile_cells(self, tile_cells: u32) -> TiffFileSource {
         let (cols, rows) = self.chunk_cells;
+        let tile_rows = u64::from(tile_cells) + 1;
         let band_rows = (tile_rows.div_ceil(u64::from(rows)) + 1) * u64::from(rows);
-        let sample_bytes = self.sample_type.bytes() as u64;
-        let band = band_rows * u64::from(self.chunks_across * cols) * sample_bytes;
+        let row_bytes =
+            u64::from(self.chunks_across) * u64::from(cols) * self.sample_type.bytes() as u64;
         let threads = rayon::current_num_threads() as u64;
-        let budget = (band * threads).saturating_mul(3) / 2;
-        usize::try_from(budget)
-            .unwrap_or(usize::MAX)
-            .max(MIN_CACHE_BYTES)
+        let budget = band_rows
+            .saturating_mul(row_bytes)
+            .saturating_mul(threads)
+            .saturating_mul(3)
+            / 2;
+        lock(&self.cache).budget = budget.clamp(MIN_CACHE_BYTES, MAX_CACHE_BYTES);
+        self
     }
 
     /// What the file says about itself (spacing, nodata, compression, CRS).
@@ -175,31 +211,28 @@ impl TiffFileSource {
         self
     }
 
-    /// Chunk `index`, from the cache or decoded now.
+    /// Chunk `index`, from the cache or decoded now (two jobs wanting the same chunk at
+    /// once may both decode it).
     fn chunk(&self, index: u32) -> Result<Arc<Samples>, TileError> {
         if let Some(chunk) = lock(&self.cache).get(index) {
             return Ok(chunk);
         }
-        let chunk = Arc::new(
-            self.decode_chunk(index, true)
-                .map_err(|error| self.tile_error(error))?
-                .1,
-        );
+        let (_, chunk) = self
+            .decode_chunk(index, true)
+            .map_err(|error| match error {
+                ChunkError::Tile(error) => error,
+                ChunkError::Problem(problem) => TileError::Source {
+                    what: format!("{}: {problem}", self.path.display()),
+                },
+            })?;
+        let chunk = Arc::new(chunk);
         lock(&self.cache).insert(index, chunk.clone());
         Ok(chunk)
     }
 
-    fn tile_error(&self, error: ChunkError) -> TileError {
-        match error {
-            ChunkError::Tile(error) => error,
-            ChunkError::Problem(problem) => TileError::Source {
-                what: format!("{}: {problem}", self.path.display()),
-            },
-        }
-    }
-
     /// Decodes chunk `index` into the loader's sample type, with the stored type's name;
-    /// with `refuse_holes`, a nodata or non-finite sample is an error naming it.
+    /// with `refuse_holes`, a nodata or NaN sample is an error naming it (an infinite one
+    /// always is, as in the loader).
     fn decode_chunk(
         &self,
         index: u32,
@@ -208,7 +241,7 @@ impl TiffFileSource {
         // `chunk_data_dimensions` panics past the table.
         if index >= self.chunk_count {
             return Err(ChunkError::Problem(Problem::Corrupt {
-                format: crate::io::Format::GeoTiff,
+                format: Format::GeoTiff,
                 detail: format!("chunk {index} is past the {} in the file", self.chunk_count),
             }));
         }
@@ -220,21 +253,8 @@ impl TiffFileSource {
         let (data_cols, data_rows) = decoder.chunk_data_dimensions(index);
         let decoded = decoder.read_chunk(index);
         lock(&self.decoders).push(decoder);
-        let data = decoded.map_err(|error| {
-            ChunkError::Problem(match error {
-                tiff::TiffError::UnsupportedError(detail) => Problem::Unsupported {
-                    format: crate::io::Format::GeoTiff,
-                    detail: format!(
-                        "{detail} (compression {})",
-                        self.info.compression.as_deref().unwrap_or("unknown")
-                    ),
-                },
-                other => Problem::Corrupt {
-                    format: crate::io::Format::GeoTiff,
-                    detail: format!("chunk {index}: {other}"),
-                },
-            })
-        })?;
+        let data =
+            decoded.map_err(|error| decode_problem(error, self.info.compression.as_deref()))?;
         let count = data_cols as usize * data_rows as usize;
         let origin = self.chunk_origin(index);
         let position = |i: usize| {
@@ -248,7 +268,11 @@ impl TiffFileSource {
         let hole = |i: usize, value: f64| {
             let (col, row) = position(i);
             if value.is_infinite() {
-                return ChunkError::Problem(Problem::OutOfRange { col, row, value });
+                return ChunkError::Problem(Problem::Infinite {
+                    col,
+                    row,
+                    value: value as f32,
+                });
             }
             let what = if value.is_nan() {
                 "not a number"
@@ -265,30 +289,25 @@ impl TiffFileSource {
         };
         let short = || {
             ChunkError::Problem(Problem::UnexpectedEnd {
-                format: crate::io::Format::GeoTiff,
+                format: Format::GeoTiff,
             })
         };
         let nodata = self.nodata;
-        let integers = |values: Vec<f64>| -> Result<(), ChunkError> {
-            match values.iter().position(|&v| nodata == Some(v)) {
-                Some(i) => Err(hole(i, values[i])),
-                None => Ok(()),
-            }
-        };
+        // Integers kept as integers: a hole is a sample equal to nodata.
         macro_rules! kept {
             ($values:expr, $name:literal, $variant:ident, $t:ty) => {{
-                let values: Vec<$t> = $values
-                    .get(..count)
-                    .ok_or_else(short)?
-                    .iter()
-                    .map(|&v| <$t>::from(v))
-                    .collect();
-                if refuse_holes && nodata.is_some() {
-                    integers(values.iter().map(|&v| f64::from(v)).collect())?;
+                let values: &[_] = $values.get(..count).ok_or_else(short)?;
+                let values: Vec<$t> = values.iter().map(|&v| <$t>::from(v)).collect();
+                let at = nodata
+                    .filter(|_| refuse_holes)
+                    .and_then(|n| values.iter().position(|&v| f64::from(v) == n));
+                if let Some(i) = at {
+                    return Err(hole(i, f64::from(values[i])));
                 }
                 ($name, Samples::$variant(values))
             }};
         }
+        // Other types to f32, as the loader converts them.
         macro_rules! widened {
             ($values:expr, $name:literal) => {{
                 let mut out = Vec::with_capacity(count);
@@ -296,7 +315,9 @@ impl TiffFileSource {
                     #[allow(clippy::cast_lossless, clippy::cast_precision_loss)]
                     let wide = v as f64;
                     let narrow = wide as f32;
-                    if refuse_holes && (nodata == Some(wide) || !wide.is_finite()) {
+                    if wide.is_infinite()
+                        || (refuse_holes && (nodata == Some(wide) || wide.is_nan()))
+                    {
                         return Err(hole(i, wide));
                     }
                     if wide.is_finite() && !narrow.is_finite() {
@@ -322,21 +343,24 @@ impl TiffFileSource {
             DecodingResult::U64(v) => widened!(v, "u64"),
             DecodingResult::I64(v) => widened!(v, "i64"),
             DecodingResult::F64(v) => widened!(v, "f64"),
-            DecodingResult::F32(v) => {
+            DecodingResult::F32(mut values) => {
+                if values.len() < count {
+                    return Err(short());
+                }
+                values.truncate(count);
                 // The loader compares nodata in f32.
                 let nodata = nodata.map(|n| n as f32);
-                let values = v.get(..count).ok_or_else(short)?.to_vec();
-                let hole_at = values
-                    .iter()
-                    .position(|&h| !h.is_finite() || nodata == Some(h));
-                if let Some(i) = hole_at.filter(|_| refuse_holes) {
+                let bad = values.iter().position(|&h| {
+                    h.is_infinite() || (refuse_holes && (h.is_nan() || nodata == Some(h)))
+                });
+                if let Some(i) = bad {
                     return Err(hole(i, f64::from(values[i])));
                 }
                 ("f32", Samples::F32(values))
             }
             DecodingResult::F16(_) => {
                 return Err(ChunkError::Problem(Problem::Unsupported {
-                    format: crate::io::Format::GeoTiff,
+                    format: Format::GeoTiff,
                     detail: "16-bit float samples".to_owned(),
                 }));
             }
@@ -365,18 +389,40 @@ impl From<Problem> for ChunkError {
     }
 }
 
-/// A decoder of `path`, its header checked, ready to decode chunks.
+/// A decoder of `path`, its header checked, ready to decode chunks of at most
+/// [`MAX_CHUNK_BYTES`] (the decoder refuses a larger one instead of allocating it).
 fn open_decoder(path: &Path, file_length: u64) -> Result<(FileDecoder, Checked), Problem> {
     let reader = BufReader::with_capacity(1 << 16, File::open(path)?);
-    // Windows hold a chunk at a time, not the image: no cap on the sample count here.
+    // Windows hold a chunk at a time, not the image: the sample count is not capped here.
     let options = LoadOptions {
         max_samples: u64::MAX,
         ..LoadOptions::default()
     };
     let (decoder, checked) = open_checked(reader, file_length, &options)?;
+    for (what, side) in [("width", checked.width), ("height", checked.height)] {
+        if side > MAX_SIDE {
+            return Err(Problem::Unsupported {
+                format: Format::GeoTiff,
+                detail: format!("a {what} of {side} samples (an import takes at most {MAX_SIDE})"),
+            });
+        }
+    }
     let (cols, rows) = decoder.chunk_dimensions();
+    // As decoded: up to 8 bytes a sample, and the result at least 4 (f32).
     let chunk_bytes = u64::from(cols) * u64::from(rows) * checked.sample_bytes.max(4);
-    let limit = usize::try_from(chunk_bytes.saturating_mul(2)).unwrap_or(usize::MAX);
+    if chunk_bytes > MAX_CHUNK_BYTES {
+        return Err(Problem::Unsupported {
+            format: Format::GeoTiff,
+            detail: format!(
+                "strips or tiles of {cols} x {rows} samples ({:.0} MiB decoded, at most {} MiB \
+                 are read by windows); re-encode it with smaller strips or tiles (gdal_translate \
+                 -co TILED=YES) or load it whole with a larger --max-samples",
+                chunk_bytes as f64 / f64::from(1 << 20),
+                MAX_CHUNK_BYTES >> 20
+            ),
+        });
+    }
+    let limit = usize::try_from(chunk_bytes * 2).unwrap_or(usize::MAX);
     Ok((decoder.with_limits(sample_limits(limit)), checked))
 }
 
@@ -385,7 +431,7 @@ fn layout(decoder: &FileDecoder, checked: &Checked) -> Result<((u32, u32), u32),
     let (cols, rows) = decoder.chunk_dimensions();
     if cols == 0 || rows == 0 {
         return Err(Problem::Corrupt {
-            format: crate::io::Format::GeoTiff,
+            format: Format::GeoTiff,
             detail: format!("chunks of {cols} x {rows} samples"),
         });
     }
@@ -394,7 +440,7 @@ fn layout(decoder: &FileDecoder, checked: &Checked) -> Result<((u32, u32), u32),
     let down = u64::from(checked.height.div_ceil(rows));
     let count = across * down;
     let count = u32::try_from(count).map_err(|_| Problem::Corrupt {
-        format: crate::io::Format::GeoTiff,
+        format: Format::GeoTiff,
         detail: format!("{count} chunks"),
     })?;
     Ok(((cols, rows), count))
@@ -445,56 +491,49 @@ impl ImportSource for TiffFileSource {
 
 impl TiffFileSource {
     /// The samples at `cols` × `rows`, row-major, from the chunks under them, taken as
-    /// `T` by `typed`. The chunks of one band of chunk rows are held while its rows are
-    /// gathered (a strided window's columns can touch every chunk of the band).
-    fn gather<T: Copy>(
+    /// `T` by `typed`. One chunk is held at a time: per band of chunk rows, each chunk
+    /// gives its columns of every row of the band.
+    fn gather<T: Copy + Default>(
         &self,
         cols: &[u32],
         rows: &[u32],
         typed: impl Fn(&Samples) -> Option<&Vec<T>>,
     ) -> Result<Vec<T>, TileError> {
         let (chunk_cols, chunk_rows) = self.chunk_cells;
-        // Per column, once: which of the band's chunks holds it, that chunk's row length
-        // (those on the right edge hold only the image's samples) and its column there.
-        let mut across: Vec<u32> = Vec::new();
-        let columns: Vec<(usize, usize, usize)> = cols
-            .iter()
-            .map(|&col| {
-                let a = col / chunk_cols;
-                if across.last() != Some(&a) {
-                    across.push(a);
-                }
-                let data_cols = (self.width - a * chunk_cols).min(chunk_cols) as usize;
-                (across.len() - 1, data_cols, (col % chunk_cols) as usize)
-            })
-            .collect();
-        let mut out = Vec::with_capacity(cols.len() * rows.len());
-        let mut next = 0;
-        while next < rows.len() {
-            let band_row = rows[next] / chunk_rows;
-            let chunks = across
-                .iter()
-                .map(|&a| self.chunk(band_row * self.chunks_across + a))
-                .collect::<Result<Vec<_>, _>>()?;
-            let slices = chunks
-                .iter()
-                .map(|chunk| typed(chunk).map(Vec::as_slice))
-                .collect::<Option<Vec<&[T]>>>()
-                .ok_or_else(|| TileError::Source {
+        // The runs of columns in one chunk: (chunk column, first and end index in `cols`).
+        let mut runs: Vec<(u32, usize, usize)> = Vec::new();
+        for (i, &col) in cols.iter().enumerate() {
+            let across = col / chunk_cols;
+            match runs.last_mut() {
+                Some(run) if run.0 == across => run.2 = i + 1,
+                _ => runs.push((across, i, i + 1)),
+            }
+        }
+        let mut out = vec![T::default(); cols.len() * rows.len()];
+        let mut first = 0;
+        while first < rows.len() {
+            let band_row = rows[first] / chunk_rows;
+            let end = first + rows[first..].partition_point(|&r| r / chunk_rows == band_row);
+            for &(across, start, stop) in &runs {
+                let index = band_row * self.chunks_across + across;
+                let chunk = self.chunk(index)?;
+                let values = typed(&chunk).ok_or_else(|| TileError::Source {
                     what: format!(
-                        "{}: chunk row {band_row} holds another sample type than the first chunk",
+                        "{}: chunk {index} holds another sample type than the first chunk",
                         self.path.display()
                     ),
                 })?;
-            while next < rows.len() && rows[next] / chunk_rows == band_row {
-                let local_row = (rows[next] % chunk_rows) as usize;
-                out.extend(
-                    columns
-                        .iter()
-                        .map(|&(slot, data_cols, col)| slices[slot][local_row * data_cols + col]),
-                );
-                next += 1;
+                // Chunks on the right edge hold only the image's columns.
+                let data_cols = (self.width - across * chunk_cols).min(chunk_cols) as usize;
+                for (r, &row) in rows[first..end].iter().enumerate() {
+                    let line = (row % chunk_rows) as usize * data_cols;
+                    let target = &mut out[(first + r) * cols.len()..][start..stop];
+                    for (slot, &col) in target.iter_mut().zip(&cols[start..stop]) {
+                        *slot = values[line + (col % chunk_cols) as usize];
+                    }
+                }
             }
+            first = end;
         }
         Ok(out)
     }

@@ -333,7 +333,7 @@ pub mod tag {
 }
 
 /// The tags of an uncompressed single-band image of `bits`-bit samples of `sample_format`.
-fn gray_tags(
+pub fn gray_tags(
     (width, height): (u32, u32),
     (bits, sample_format): (u16, u16),
 ) -> Vec<(u16, TagValue)> {

@@ -186,22 +186,29 @@ fn windowed_tiff(
             Format::detect(&head[..read], Some(path))
         }
     };
-    if format != Some(Format::GeoTiff) {
+    if format != Some(Format::GeoTiff) || path.is_dir() {
         return Ok(None);
     }
-    let source = tiles::TiffFileSource::open(path)?;
-    let samples = u64::from(source.width()) * u64::from(source.height());
-    if samples <= args.terrain.max_samples {
+    // The header's size decides, before any sample is decoded.
+    let (width, height) = tiles::TiffFileSource::claimed_size(path)?;
+    if u64::from(width) * u64::from(height) <= args.terrain.max_samples {
         return Ok(None);
     }
     args.terrain.refuse_unused_by(Some(Format::GeoTiff), path)?;
+    let source = tiles::TiffFileSource::open(path)?.with_tile_cells(args.tile_size);
     let mapping = args.terrain.mapping_over(source.mapping());
-    mapping.validate().with_context(|| {
-        format!(
-            "{}: --cell-size/--height-scale/--height-offset",
-            path.display()
-        )
-    })?;
+    let extent = [width, height].map(|side| (side - 1) as f32 * mapping.cell_size);
+    mapping
+        .validate()
+        .ok()
+        .filter(|()| extent.iter().all(|e| e.is_finite()))
+        .with_context(|| {
+            format!(
+                "{}: --cell-size/--height-scale/--height-offset: {mapping:?} does not map the \
+                 terrain to finite coordinates",
+                path.display()
+            )
+        })?;
     let source = source.with_mapping(mapping);
     Ok(Some((Box::new(source), path.display().to_string())))
 }

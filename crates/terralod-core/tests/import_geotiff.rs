@@ -113,6 +113,28 @@ fn strips_import_as_the_loaded_file_does() {
     }
 }
 
+/// RowsPerStrip may exceed the image ("2^32 − 1: one strip"): one chunk row.
+#[test]
+fn a_strip_claiming_more_rows_than_the_image_is_one_chunk_row() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (width, height) = (70u32, 50u32);
+    let mut tags = gray_tags((width, height), (16, 1));
+    tags.push((tag::ROWS_PER_STRIP, TagValue::Long(vec![u32::MAX])));
+    let data: Vec<u8> = (0..height)
+        .flat_map(|r| (0..width).map(move |c| rough(c, r) as u16))
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let bytes = tiff_by_hand(
+        false,
+        tags,
+        tag::STRIP_OFFSETS,
+        tag::STRIP_BYTE_COUNTS,
+        &[data],
+    );
+    let path = write(dir.path(), "all_rows.tif", &bytes);
+    assert_same_import(&path, 16);
+}
+
 #[test]
 fn tiles_import_as_the_loaded_file_does_with_the_files_spacing() {
     let dir = tempfile::tempdir().expect("a temporary directory");

@@ -52,7 +52,7 @@ pub use import::{
 pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
 pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile};
-pub use tiff_source::TiffFileSource;
+pub use tiff_source::{MAX_CHUNK_BYTES, TiffFileSource};
 
 use crate::io::WriteError;
 use std::path::PathBuf;

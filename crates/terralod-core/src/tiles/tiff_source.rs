@@ -408,8 +408,12 @@ fn open_decoder(path: &Path, file_length: u64) -> Result<(FileDecoder, Checked),
         }
     }
     let (cols, rows) = decoder.chunk_dimensions();
-    // As decoded: up to 8 bytes a sample, and the result at least 4 (f32).
-    let chunk_bytes = u64::from(cols) * u64::from(rows) * checked.sample_bytes.max(4);
+    // As decoded: up to 8 bytes a sample, and the result at least 4 (f32). A strip never
+    // holds more rows than the image (RowsPerStrip may say 2^32 − 1: "all of them").
+    let rows = rows.min(checked.height);
+    let chunk_bytes = u64::from(cols)
+        .saturating_mul(u64::from(rows))
+        .saturating_mul(checked.sample_bytes.max(4));
     if chunk_bytes > MAX_CHUNK_BYTES {
         return Err(Problem::Unsupported {
             format: Format::GeoTiff,
@@ -429,6 +433,8 @@ fn open_decoder(path: &Path, file_length: u64) -> Result<(FileDecoder, Checked),
 /// A full chunk's columns and rows and the number of chunks.
 fn layout(decoder: &FileDecoder, checked: &Checked) -> Result<((u32, u32), u32), Problem> {
     let (cols, rows) = decoder.chunk_dimensions();
+    // One chunk row when a chunk claims more rows than the image has.
+    let rows = rows.min(checked.height);
     if cols == 0 || rows == 0 {
         return Err(Problem::Corrupt {
             format: Format::GeoTiff,

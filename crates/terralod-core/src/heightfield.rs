@@ -62,6 +62,36 @@ impl WorldMapping {
         }
     }
 
+    /// Checks that the mapping is valid and keeps every world coordinate of a
+    /// `width × height` grid finite, its heights too when their raw range is known (a
+    /// source read by windows does not know it before the import, whose block index
+    /// refuses heights that overflow). The mapping is affine, so the extreme raw values
+    /// and the far corner decide.
+    pub fn check_grid(
+        &self,
+        width: u32,
+        height: u32,
+        raw_range: Option<(f32, f32)>,
+    ) -> Result<(), HeightfieldError> {
+        self.validate()?;
+        let (lo, hi) = raw_range.unwrap_or((0.0, 0.0));
+        let (a, b) = (self.world_y(lo), self.world_y(hi));
+        let extent = (
+            width.saturating_sub(1) as f32 * self.cell_size,
+            height.saturating_sub(1) as f32 * self.cell_size,
+        );
+        if [a, b, extent.0, extent.1].iter().all(|v| v.is_finite()) {
+            Ok(())
+        } else {
+            Err(HeightfieldError::WorldOverflow {
+                min: a.min(b),
+                max: a.max(b),
+                width: extent.0,
+                depth: extent.1,
+            })
+        }
+    }
+
     /// World height of a raw sample value.
     #[inline]
     pub fn world_y(&self, raw: f32) -> f32 {
@@ -275,21 +305,7 @@ impl Heightfield {
     /// Checks that `mapping` is valid and keeps every world coordinate of this grid finite.
     /// The mapping is affine, so the extreme raw values and the far corner decide.
     pub fn check_mapping(&self, mapping: &WorldMapping) -> Result<(), HeightfieldError> {
-        mapping.validate()?;
-        let (lo, hi) = self.raw_range();
-        let (a, b) = (mapping.world_y(lo), mapping.world_y(hi));
-        let width = (self.width - 1) as f32 * mapping.cell_size;
-        let depth = (self.height - 1) as f32 * mapping.cell_size;
-        if [a, b, width, depth].iter().all(|v| v.is_finite()) {
-            Ok(())
-        } else {
-            Err(HeightfieldError::WorldOverflow {
-                min: a.min(b),
-                max: a.max(b),
-                width,
-                depth,
-            })
-        }
+        mapping.check_grid(self.width, self.height, Some(self.raw_range()))
     }
 
     pub fn width(&self) -> u32 {

@@ -5,6 +5,7 @@
 
 mod io_common;
 
+use io_common::files::directory_files;
 use io_common::*;
 use std::path::{Path, PathBuf};
 use terralod_core::io::{LoadOptions, load};

@@ -58,7 +58,7 @@ impl RawFileSource {
                 });
             }
         }
-        mapping.validate()?;
+        mapping.check_grid(width, height, None)?;
         let file = File::open(path).map_err(io)?;
         let length = file.metadata().map_err(io)?.len();
         let expected = u64::from(width) * u64::from(height) * sample_type.bytes() as u64;

@@ -3,7 +3,7 @@
 use super::blocks;
 use super::*;
 use crate::heightfield::{Heightfield, Samples, WorldMapping};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A rough pseudo-random field (an LCG), so every tile has its own error.
 fn field(width: u32, height: u32, sample_type: SampleType, seed: u64) -> Heightfield {
@@ -993,23 +993,11 @@ fn a_corrupt_or_lying_block_index_gives_its_typed_error() {
     ));
 }
 
-/// Every file of an import, by path relative to `dir`, with its bytes.
-fn dir_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).expect("readable") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("readable");
-                files.insert(path.strip_prefix(dir).expect("inside").to_path_buf(), bytes);
-            }
-        }
-    }
-    files
-}
+// The testkit's helper, compiled here too: the core's tests cannot depend on the testkit,
+// which depends on the core.
+#[path = "../../../terralod-testkit/src/files.rs"]
+mod files;
+use files::directory_files;
 
 #[test]
 fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
@@ -1042,7 +1030,7 @@ fn a_raw_file_read_by_windows_imports_exactly_as_the_loaded_field() {
         let (from_field, from_raw) = (scratch.path().join("a"), scratch.path().join("b"));
         import(&source, &from_field, &options, &|_, _| {}).expect("imports");
         import_source(&raw, &from_raw, &options, &|_, _| {}).expect("imports");
-        let (a, b) = (dir_files(&from_field), dir_files(&from_raw));
+        let (a, b) = (directory_files(&from_field), directory_files(&from_raw));
         assert!(a.len() > 10);
         assert_eq!(a, b, "{sample_type:?} {order:?}: identical files");
 

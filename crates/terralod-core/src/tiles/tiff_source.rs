@@ -8,7 +8,7 @@
 
 use super::import::ImportSource;
 use super::{ImportOptions, MAX_SIDE, SampleType, TileError};
-use crate::heightfield::{Samples, WorldMapping};
+use crate::heightfield::{HeightfieldError, Samples, WorldMapping};
 use crate::io::geotiff::{Checked, decode_problem, open_checked, sample_limits};
 use crate::io::{
     Format, LoadError, LoadOptions, Problem, SourceInfo, mapping_from_spacing, regular_file,
@@ -106,11 +106,7 @@ impl ChunkCache {
 }
 
 fn samples_bytes(samples: &Samples) -> u64 {
-    match samples {
-        Samples::U16(v) => v.len() as u64 * 2,
-        Samples::I16(v) => v.len() as u64 * 2,
-        Samples::F32(v) => v.len() as u64 * 4,
-    }
+    (samples.len() * samples.bytes_per_sample()) as u64
 }
 
 impl TiffFileSource {
@@ -171,9 +167,7 @@ impl TiffFileSource {
         source.info = checked.source_info(stored);
         let (w, h) = (width, height);
         source.mapping = mapping_from_spacing(&mut source.info, |mapping| {
-            mapping.validate().is_ok()
-                && ((w - 1) as f32 * mapping.cell_size).is_finite()
-                && ((h - 1) as f32 * mapping.cell_size).is_finite()
+            mapping.check_grid(w, h, None).is_ok()
         })
         .unwrap_or_default();
         Ok(source.with_tile_cells(ImportOptions::default().tile_cells))
@@ -204,11 +198,15 @@ impl TiffFileSource {
         &self.info
     }
 
-    /// The mapping applied to the samples: the file's spacing as the cell size, as the
-    /// whole-file loader gives it, until replaced.
-    pub fn with_mapping(mut self, mapping: WorldMapping) -> TiffFileSource {
+    /// Replaces the mapping (the file's spacing as the cell size, as the whole-file
+    /// loader gives it). Fails when it is invalid or takes the grid's extent to infinity.
+    pub fn with_mapping(
+        mut self,
+        mapping: WorldMapping,
+    ) -> Result<TiffFileSource, HeightfieldError> {
+        mapping.check_grid(self.width, self.height, None)?;
         self.mapping = mapping;
-        self
+        Ok(self)
     }
 
     /// Chunk `index`, from the cache or decoded now (two jobs wanting the same chunk at
@@ -296,8 +294,13 @@ impl TiffFileSource {
         // Integers kept as integers: a hole is a sample equal to nodata.
         macro_rules! kept {
             ($values:expr, $name:literal, $variant:ident, $t:ty) => {{
-                let values: &[_] = $values.get(..count).ok_or_else(short)?;
-                let values: Vec<$t> = values.iter().map(|&v| <$t>::from(v)).collect();
+                let mut values = $values;
+                if values.len() < count {
+                    return Err(short());
+                }
+                values.truncate(count);
+                // In place where the type stays (u16, i16).
+                let values: Vec<$t> = values.into_iter().map(<$t>::from).collect();
                 let at = nodata
                     .filter(|_| refuse_holes)
                     .and_then(|n| values.iter().position(|&v| f64::from(v) == n));

@@ -4,6 +4,11 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+
+// The testkit's helper, compiled here too: the core's tests cannot depend on the testkit,
+// which depends on the core.
+#[path = "../../../terralod-testkit/src/files.rs"]
+pub mod files;
 use terralod_core::io::{Format, LoadOptions, Loaded, Problem, decode};
 
 /// Path of a file in `../shared/data`, or `None` after a visible SKIPPED message.
@@ -413,24 +418,6 @@ pub fn tiled_tiff(
         tag::TILE_BYTE_COUNTS,
         &chunks,
     )
-}
-
-/// Every file under `dir` (recursively) with its bytes, by path relative to `dir`.
-pub fn directory_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).expect("a readable directory") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("a readable file");
-                out.insert(path.strip_prefix(dir).expect("inside").to_path_buf(), bytes);
-            }
-        }
-    }
-    out
 }
 
 /// A stripped TIFF of `rows` rows per strip through the `tiff` crate's encoder, with a

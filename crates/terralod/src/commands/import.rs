@@ -197,19 +197,12 @@ fn windowed_tiff(
     args.terrain.refuse_unused_by(Some(Format::GeoTiff), path)?;
     let source = tiles::TiffFileSource::open(path)?.with_tile_cells(args.tile_size);
     let mapping = args.terrain.mapping_over(source.mapping());
-    let extent = [width, height].map(|side| (side - 1) as f32 * mapping.cell_size);
-    mapping
-        .validate()
-        .ok()
-        .filter(|()| extent.iter().all(|e| e.is_finite()))
-        .with_context(|| {
-            format!(
-                "{}: --cell-size/--height-scale/--height-offset: {mapping:?} does not map the \
-                 terrain to finite coordinates",
-                path.display()
-            )
-        })?;
-    let source = source.with_mapping(mapping);
+    let source = source.with_mapping(mapping).with_context(|| {
+        format!(
+            "{}: --cell-size/--height-scale/--height-offset",
+            path.display()
+        )
+    })?;
     Ok(Some((Box::new(source), path.display().to_string())))
 }
 

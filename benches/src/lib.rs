@@ -52,7 +52,10 @@ fn load_shared(name: &str, cell_size: f32, height_scale: f32) -> Option<Heightfi
 }
 
 /// `count` screen views (τ = 1 px, 1920 × 1080, 60°) flying straight from `eye` along
-/// `heading` in steps of `step` world units: the next-frame workload of the benches.
+/// `heading` in steps of `step` world units: the next-frame workload of the benches. Each
+/// camera looks at a point 10 km ahead: one 1 m ahead (as before 2026-12-04) rounds, in
+/// `f32` tens of kilometres from the origin, to a view direction that wobbles by up to
+/// 0.008 rad from one frame to the next, a shaking camera rather than a straight flight.
 pub fn straight_flight(
     eye: glam::Vec3,
     heading: glam::Vec3,
@@ -65,7 +68,7 @@ pub fn straight_flight(
             let eye = eye + heading * (step * i as f32);
             let camera = Camera::new(
                 eye,
-                eye + heading,
+                eye + heading * 1e4,
                 60f32.to_radians(),
                 (1920, 1080),
                 1.0,

@@ -61,7 +61,8 @@
 //!    enabled during the pass too, parents before children), enabling what its tests want.
 //!    A deadline (see `Motion`) is the camera motion up to which none of the square's
 //!    answers can change, worked out from the plain bound and the frustum planes; a square
-//!    holds the earliest deadline of its subtree, so unchanged subtrees are skipped whole.
+//!    holds a deadline due no later than any of its subtree's, so unchanged subtrees are
+//!    skipped whole.
 //! 2. *Disable*, finest level first, over the squares whose inputs changed: an edge vertex
 //!    is disabled when its reference count (enabled sub-squares using it as a corner, 0–4,
 //!    3 bits) is 0 and neither square sharing it wants it; a square when it is not the
@@ -130,7 +131,7 @@ use super::{GridVertices, LodAlgorithm, LodOptions, Selection, SelectionStats, V
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::Heightfield;
 use crate::pyramid::Pyramid;
-use crate::rounding::round_down;
+use crate::rounding::{round_down, round_up};
 use render::Morpher;
 use std::marker::PhantomData;
 use std::time::Instant;
@@ -351,8 +352,9 @@ impl Tester<'_> {
 /// eye's path length, and `turned`, the summed `‖ΔR‖` of its rotation. A point at distance
 /// `d` from the eye then moved against every frustum plane and the view direction by at
 /// most `moved + turned · d`. A square whose tests have slack `s` there (see
-/// [`Tester::fails_slack`]) keeps its answers while `moved` grows by less than `s / 2` and
-/// `turned` by less than `s / 2d`: its deadline is that pair.
+/// [`Tester::fails_slack`]) keeps its answers while `moved + d · turned` grows by less
+/// than `s`: its deadline is that line, whatever mix of moving and turning the camera
+/// makes (see [`Motion::deadline`]).
 #[derive(Clone, Copy, Debug)]
 struct Motion {
     /// The last view's camera (eye, right, up, forward) and what else it depends on: the
@@ -360,15 +362,20 @@ struct Motion {
     last: Option<([glam::Vec3; 4], ViewKey)>,
     moved: f64,
     turned: f64,
-    /// `moved` beyond which the deadlines are restarted (they are f32).
+    /// The terrain's size: the distance at which `turned` is weighed to decide a restart.
+    size: f64,
+    /// `moved + size · turned` beyond which the deadlines are restarted (they are f32).
     restart: f64,
 }
 
-/// A deadline of [`Motion`]: due once `moved` or `turned` reaches its value.
+/// A deadline of [`Motion`], `[d, limit]`: due once `moved + d · turned` reaches `limit`.
 pub(super) type Deadline = [f32; 2];
 
 /// A deadline that is due at once.
-pub(super) const EXPIRED: Deadline = [f32::NEG_INFINITY; 2];
+pub(super) const EXPIRED: Deadline = [0.0, f32::NEG_INFINITY];
+
+/// A deadline that is never due (until a restart).
+const NEVER: Deadline = [0.0, f32::INFINITY];
 
 /// What the tests depend on besides the eye and orientation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -399,7 +406,7 @@ impl Motion {
                 // Margins for the f32 rounding of the camera's eye and axes.
                 self.moved += moved * (1.0 + 1e-5);
                 self.turned += turned * (1.0 + 1e-5) + 1e-6;
-                self.moved > self.restart || self.turned > 1e4
+                self.moved + self.size * self.turned > self.restart
             }
             _ => true,
         };
@@ -412,29 +419,57 @@ impl Motion {
     }
 
     /// The deadline of a square tested now with slack `slack` and farthest point `far`
-    /// from the eye.
+    /// from the eye. A line in `(moved, turned)` holds every mix of moving and turning
+    /// that cannot change the answers; a pair of limits (one for each, the first
+    /// version) had to split the slack between them, and a camera whose orientation
+    /// wobbles from step to step (`f32` eyes and targets) used up the turning half in a
+    /// step or two.
     fn deadline(&self, slack: f32, far: f32) -> Deadline {
         if slack == f32::INFINITY {
-            return [f32::INFINITY; 2];
+            return NEVER;
         }
-        let half = f64::from(slack) * 0.5;
-        [
-            round_down(self.moved + half),
-            round_down(self.turned + half / f64::from(far).max(1e-30)),
-        ]
+        let limit = self.moved + f64::from(far) * self.turned + f64::from(slack);
+        [far, round_down(limit)]
     }
 
     /// Whether a deadline has passed.
     #[inline]
     fn due(&self, deadline: Deadline) -> bool {
-        self.moved >= f64::from(deadline[0]) || self.turned >= f64::from(deadline[1])
+        self.moved + f64::from(deadline[0]) * self.turned >= f64::from(deadline[1])
     }
-}
 
-/// The earlier of two deadlines (per component).
-#[inline]
-pub(super) fn earlier(a: Deadline, b: Deadline) -> Deadline {
-    [a[0].min(b[0]), a[1].min(b[1])]
+    /// A deadline due no later than either of two (a subtree's, from its squares'). From
+    /// here, each leaves room for a triangle of motions (moving alone up to its `moving`
+    /// room, turning alone up to its `turning` room, and the mixes between); the line
+    /// through the smaller of each room bounds a triangle inside both (the rooms'
+    /// region is convex). Taking the larger distance and the lower limit instead would
+    /// also do, but a subtree of near and far squares would then be due long before any
+    /// of them under a camera that turns a little every step.
+    pub(super) fn earlier(&self, a: Deadline, b: Deadline) -> Deadline {
+        // Room left: moving alone, turning alone.
+        let room = |d: Deadline| {
+            let moving = f64::from(d[1]) - self.moved - f64::from(d[0]) * self.turned;
+            (moving, moving / f64::from(d[0]))
+        };
+        let ((moving_a, turning_a), (moving_b, turning_b)) = (room(a), room(b));
+        let (moving, turning) = (moving_a.min(moving_b), turning_a.min(turning_b));
+        if moving.is_nan() || moving <= 0.0 {
+            return EXPIRED;
+        }
+        if moving == f64::INFINITY {
+            return NEVER;
+        }
+        // The distance rounded up and the limit down: the line stays inside.
+        let far = if turning == f64::INFINITY {
+            0.0
+        } else {
+            round_up(moving / turning)
+        };
+        [
+            far,
+            round_down(self.moved + f64::from(far) * self.turned + moving),
+        ]
+    }
 }
 
 /// The fine grid of a selection with local detail: positions off the terrain's samples,
@@ -609,6 +644,7 @@ impl<'a> AdaptiveLod<'a> {
                 last: None,
                 moved: 0.0,
                 turned: 0.0,
+                size: f64::from(tree.levels[0].size as f32 * tree.cell_size),
                 restart: 64.0 * f64::from(tree.levels[0].size as f32 * tree.cell_size),
             },
             full: true,

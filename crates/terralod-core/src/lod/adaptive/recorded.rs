@@ -45,9 +45,26 @@ pub(super) struct RecordedWalk {
     vertices: Vec<VertexStep>,
     /// The squares that drew triangles, in the order the walk finished them.
     drawn: Vec<DrawnStep>,
-    /// The squares walked by position (level, row, column) with their index, to find
-    /// the square across an edge vertex among them (kept for its capacity).
-    by_position: Vec<(u32, u32, u32, u32)>,
+}
+
+/// The deepest level below a recorded subtree's root whose squares [`RecordedWalk::finish`]
+/// links: its table then takes at most `4^11 · 4 / 3` entries, 22 MB, per thread (the
+/// canyon's subtrees are 4 levels deep: 1.3 KB).
+const MAX_LINKED_LEVELS: u32 = 10;
+
+/// [`RecordedWalk::finish`]'s table entry of a position no square of the walk holds.
+const NOT_WALKED: u32 = u32::MAX;
+
+/// The first entry of the positions `k` levels below a subtree's root in
+/// [`RecordedWalk::finish`]'s table: `(4^k − 1) / 3`.
+fn level_offset(k: u32) -> usize {
+    ((1usize << (2 * k)) - 1) / 3
+}
+
+thread_local! {
+    /// [`RecordedWalk::finish`]'s table of positions, all [`NOT_WALKED`] between calls
+    /// (allocated once per thread, at the largest subtree linked).
+    static POSITIONS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A state word read: its pool slot, the bits the walk used (a square's own drawn bits, or
@@ -159,35 +176,60 @@ impl RecordedWalk {
     /// Ends the recording: an edge vertex whose square across was walked too takes its
     /// projection from that square's step on replay. (Without it, every square across
     /// stays [`Across::Coded`]: the same boxes, projected once per vertex.)
+    ///
+    /// The squares are found by position in a dense table of the subtree's positions,
+    /// level under level, kept per thread and cleared after use; a subtree deeper than
+    /// [`MAX_LINKED_LEVELS`] below its root (a tree grown very deep by local detail) is
+    /// left unlinked.
     pub fn finish(&mut self, tree: &SquareTree) {
-        self.by_position.clear();
-        self.by_position.extend(
-            self.squares
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (u32::from(s.level), s.iz, s.ix, i as u32)),
-        );
-        self.by_position.sort_unstable();
-        let mut steps = self.vertices.iter_mut();
-        for square in &self.squares {
-            for step in steps.by_ref().take(square.vertices.into()) {
-                let VertexKind::Edge {
-                    side,
-                    across: Across::Coded,
-                } = step.kind
-                else {
-                    continue;
-                };
-                let (ix, iz) = position_beside(square.ix, square.iz, usize::from(side));
-                let key = (u32::from(square.level), iz, ix);
-                if let Ok(found) = self
-                    .by_position
-                    .binary_search_by_key(&key, |&(level, iz, ix, _)| (level, iz, ix))
-                {
-                    let walked = self.by_position[found].3;
+        let Some(root) = self.squares.first() else {
+            return;
+        };
+        let (top, x0, z0) = (u32::from(root.level), root.ix, root.iz);
+        let depth = self.squares.iter().map(|s| u32::from(s.level) - top).max();
+        let depth = depth.unwrap_or(0);
+        if depth > MAX_LINKED_LEVELS {
+            return;
+        }
+        // Slot of a position `k` levels below the root, if it lies in the subtree.
+        let slot = |k: u32, ix: u32, iz: u32| {
+            let (dx, dz) = (ix.wrapping_sub(x0 << k), iz.wrapping_sub(z0 << k));
+            let side = 1u32 << k;
+            (dx < side && dz < side).then(|| level_offset(k) + ((dz << k) + dx) as usize)
+        };
+        POSITIONS.with_borrow_mut(|table| {
+            let size = level_offset(depth + 1);
+            if table.len() < size {
+                table.resize(size, NOT_WALKED);
+            }
+            for (i, s) in self.squares.iter().enumerate() {
+                let k = u32::from(s.level) - top;
+                if let Some(at) = slot(k, s.ix, s.iz) {
+                    table[at] = i as u32;
+                }
+            }
+            let mut steps = self.vertices.iter_mut();
+            for square in &self.squares {
+                for step in steps.by_ref().take(square.vertices.into()) {
+                    let VertexKind::Edge {
+                        side,
+                        across: Across::Coded,
+                    } = step.kind
+                    else {
+                        continue;
+                    };
+                    let (ix, iz) = position_beside(square.ix, square.iz, usize::from(side));
+                    let k = u32::from(square.level) - top;
+                    let Some(walked) = slot(k, ix, iz).map(|at| table[at]) else {
+                        continue;
+                    };
+                    if walked == NOT_WALKED {
+                        continue;
+                    }
                     // The one stored square at that position: the box the codes give.
                     debug_assert!({
-                        let coded = tree.aabb_at(key.0, ix, iz, step.across_codes());
+                        let coded =
+                            tree.aabb_at(u32::from(square.level), ix, iz, step.across_codes());
                         self.squares[walked as usize].aabb == coded
                     });
                     step.kind = VertexKind::Edge {
@@ -197,7 +239,13 @@ impl RecordedWalk {
                     step.across_box = walked;
                 }
             }
-        }
+            for s in &self.squares {
+                let k = u32::from(s.level) - top;
+                if let Some(at) = slot(k, s.ix, s.iz) {
+                    table[at] = NOT_WALKED;
+                }
+            }
+        });
     }
 
     /// Reads the state word of pool slot `id`, noting the bits of `mask`, which are all
@@ -293,7 +341,6 @@ impl RecordedWalk {
             + self.squares.capacity() * size_of::<SquareStep>()
             + self.vertices.capacity() * size_of::<VertexStep>()
             + self.drawn.capacity() * size_of::<DrawnStep>()
-            + self.by_position.capacity() * size_of::<(u32, u32, u32, u32)>()
     }
 
     /// The boxes of the squares that drew triangles, grown to the heights of their nine
@@ -409,5 +456,46 @@ impl AdaptiveLod<'_> {
             }
         }
         out.nodes_drawn += walk.nodes_drawn;
+    }
+}
+
+#[cfg(test)]
+impl RecordedWalk {
+    /// Checks the links [`RecordedWalk::finish`] made against a search of every square
+    /// walked: an edge vertex is linked exactly when a square of the walk lies across it,
+    /// and to that square (never, in a walk too deep to link). Returns how many are
+    /// linked.
+    pub fn check_links(&self) -> usize {
+        let top = self.squares.first().map_or(0, |s| s.level);
+        let too_deep = self
+            .squares
+            .iter()
+            .any(|s| u32::from(s.level - top) > MAX_LINKED_LEVELS);
+        let mut linked = 0;
+        let mut steps = self.vertices.iter();
+        for square in &self.squares {
+            for step in steps.by_ref().take(square.vertices.into()) {
+                let VertexKind::Edge { side, across } = step.kind else {
+                    continue;
+                };
+                let (ix, iz) = position_beside(square.ix, square.iz, usize::from(side));
+                let found = self
+                    .squares
+                    .iter()
+                    .position(|s| s.level == square.level && (s.ix, s.iz) == (ix, iz));
+                match across {
+                    Across::None => {}
+                    Across::Walked => {
+                        assert!(!too_deep, "a walk too deep to link was linked");
+                        assert_eq!(found, Some(step.across_box as usize));
+                        linked += 1;
+                    }
+                    Across::Coded => {
+                        assert!(too_deep || found.is_none(), "a walked square left unlinked");
+                    }
+                }
+            }
+        }
+        linked
     }
 }

@@ -285,6 +285,15 @@ impl RenderBuffers {
     }
 }
 
+#[cfg(test)]
+impl RenderBuffers {
+    /// [`RecordedWalk::check_links`] over the subtrees' recorded walks: how many edge
+    /// vertices take the projection of a square walked beside them.
+    pub fn check_links(&self) -> usize {
+        self.parts.iter().map(|p| p.walk.check_links()).sum()
+    }
+}
+
 /// A subtree position's index in [`RenderBuffers::part_at`], subtrees `depth` levels down.
 fn position(sq: Sq, depth: u32) -> usize {
     ((sq.iz << depth) + sq.ix) as usize

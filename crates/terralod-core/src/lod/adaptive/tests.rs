@@ -360,6 +360,191 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
 /// A detail's cell size must be the terrain's divided by a power of two, its origin on its
 /// lattice, its footprint on the terrain, its grid addressable, and it must be inserted
 /// into the terrain it was placed on.
+/// A camera flying straight, then turning in place, then flying on: the turn finds
+/// deadlines set while the camera only moved; each frame must still equal a fresh
+/// selection, and the carried state evaluate fewer squares.
+#[test]
+fn a_turn_in_place_after_a_straight_flight_equals_fresh_selections() {
+    let field = rough_field(129, 97, 11);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default();
+    let mut walker = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let (mut carried_visits, mut fresh_visits) = (0, 0);
+    let mut eye = Vec3::new(10.0, 250.0, 20.0);
+    let mut heading = 0.7f32;
+    for step in 0..45 {
+        match step / 15 {
+            1 => heading += 0.005,
+            _ => eye += 2.0 * Vec3::new(heading.cos(), -0.2, heading.sin()),
+        }
+        let target = eye + Vec3::new(heading.cos(), -0.5, heading.sin());
+        let view = View::screen(camera(eye, target), 1.0).expect("valid view");
+        let carried = selections(&mut walker, std::slice::from_ref(&view));
+        carried_visits += walker.stats().nodes_visited;
+        let mut fresh = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        assert_eq!(carried, selections(&mut fresh, &[view]), "step {step}");
+        fresh_visits += fresh.stats().nodes_visited;
+    }
+    assert!(
+        carried_visits * 2 < fresh_visits,
+        "{carried_visits} squares evaluated along the flight, {fresh_visits} from scratch"
+    );
+}
+
+/// Update()'s deadlines, tested directly: a box's frustum class and error test keep their
+/// answers for as long as its deadline is not due, and two boxes theirs for as long as
+/// the merged (subtree) deadline is not, along paths that move straight (or turn in
+/// place) and then move and turn at once.
+#[test]
+fn deadlines_keep_their_answers_until_due() {
+    let field = rough_field(33, 33, 3);
+    let pyramid = Pyramid::build(&field);
+    let lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut unit = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let (mut kept, mut merged_kept, mut changed_after_due) = (0, 0, 0);
+    for trial in 0..300 {
+        let eye0 = Vec3::new(400.0 * unit(), 50.0 + 300.0 * unit(), 400.0 * unit());
+        let heading0 = std::f32::consts::TAU * unit();
+        let (speed, turn) = (1.0 + 20.0 * unit(), 0.002 + 0.05 * unit());
+        // Straight first (even trials), or turning first.
+        let turns_first = trial % 2 == 1;
+        let view_at = |i: usize| {
+            let (mut eye, mut heading) = (eye0, heading0);
+            for j in 0..i {
+                // The first four steps one kind of motion, then both at once.
+                if j >= 4 || turns_first {
+                    heading += turn;
+                }
+                if j >= 4 || !turns_first {
+                    eye += speed * Vec3::new(heading.cos(), -0.1, heading.sin());
+                }
+            }
+            let target = eye + Vec3::new(heading.cos(), -0.4, heading.sin());
+            View::screen(camera(eye, target), 1.0).expect("valid view")
+        };
+        let mut motion = Motion {
+            last: None,
+            moved: 0.0,
+            turned: 0.0,
+            size: 1e3,
+            restart: 1e9,
+        };
+        for i in 0..=4 {
+            motion.advance(&view_at(i));
+        }
+        // The answers of a box and an error now, with the slack and reach of the tests.
+        let answers = |view: &View, aabb: &Aabb, error: f32| {
+            let frustum = view.frustum().expect("a screen view has a frustum");
+            let tester = lod.tester(view, Some(frustum));
+            let (containment, seen) = tester.classify_slack(aabb);
+            let (fails, tested) = tester.fails_slack(error, aabb);
+            ((containment, fails), seen.min(tested), tester.reach(aabb))
+        };
+        // Boxes anywhere near the camera, and boxes on the view's left and right edges,
+        // where a turn moves the frustum's planes the most.
+        let start = view_at(4);
+        let eye = start.camera().expect("a screen view").eye;
+        let (forward, right) = {
+            let c = start.camera().expect("a screen view");
+            (c.forward(), c.right())
+        };
+        let edge = (640.0 / 480.0) * 0.5f32.tan();
+        let boxes: Vec<(Aabb, f32)> = (0..60)
+            .map(|k| {
+                let size = Vec3::new(
+                    1.0 + 30.0 * unit(),
+                    1.0 + 20.0 * unit(),
+                    1.0 + 30.0 * unit(),
+                );
+                let min = if k % 2 == 0 {
+                    Vec3::new(
+                        600.0 * unit() - 100.0,
+                        100.0 * unit(),
+                        600.0 * unit() - 100.0,
+                    )
+                } else {
+                    let side = if k % 4 == 1 { edge } else { -edge };
+                    let along = (forward + right * side * (0.9 + 0.2 * unit())).normalize();
+                    eye + along * (20.0 + 400.0 * unit()) - 0.5 * size
+                };
+                (Aabb::new(min, min + size), 10f32.powf(3.0 * unit() - 2.0))
+            })
+            .collect();
+        let deadlines: Vec<_> = boxes
+            .iter()
+            .map(|(aabb, error)| {
+                let (answer, slack, far) = answers(&start, aabb, *error);
+                (answer, motion.deadline(slack, far))
+            })
+            .collect();
+        // Subtree deadlines: pairs of neighbouring boxes merged now, and merged again
+        // (with the same deadlines, set earlier) at step 12.
+        let merge = |motion: &Motion| -> Vec<Deadline> {
+            deadlines
+                .windows(2)
+                .map(|pair| motion.earlier(pair[0].1, pair[1].1))
+                .collect()
+        };
+        let mut merged = merge(&motion);
+        for i in 5..40 {
+            let view = view_at(i);
+            motion.advance(&view);
+            if i == 12 {
+                merged = merge(&motion);
+            }
+            let current: Vec<_> = boxes
+                .iter()
+                .map(|(aabb, error)| answers(&view, aabb, *error).0)
+                .collect();
+            for (k, (answer, deadline)) in deadlines.iter().enumerate() {
+                if !motion.due(*deadline) {
+                    assert_eq!(current[k], *answer, "trial {trial}, step {i}, box {k}");
+                    kept += 1;
+                } else if current[k] != *answer {
+                    changed_after_due += 1;
+                }
+            }
+            for (k, subtree) in merged.iter().enumerate() {
+                if !motion.due(*subtree) {
+                    assert_eq!(
+                        [current[k], current[k + 1]],
+                        [deadlines[k].0, deadlines[k + 1].0],
+                        "trial {trial}, step {i}, boxes {k} and {}",
+                        k + 1
+                    );
+                    merged_kept += 1;
+                }
+            }
+        }
+    }
+    // The deadlines skip many tests, and the answers do change once they are due.
+    assert!(
+        kept > 10_000 && merged_kept > 1_000 && changed_after_due > 1_000,
+        "{kept} kept ({merged_kept} by merged deadlines), {changed_after_due} changed"
+    );
+}
+
+/// The recorded walks link an edge vertex to the square across it exactly when the walk
+/// holds that square (checked against a search of the walk's squares).
+#[test]
+fn recorded_walks_link_the_squares_they_hold() {
+    let field = rough_field(129, 97, 5);
+    let pyramid = Pyramid::build(&field);
+    let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let mut linked = 0;
+    for view in walk(&field, 12) {
+        lod.select(&view);
+        linked += lod.render_buffers.check_links();
+    }
+    assert!(linked > 0, "no edge vertex linked");
+}
+
 #[test]
 fn bad_details_are_refused() {
     let terrain = stepped_field(33, 33, 1);

@@ -4,7 +4,7 @@
 
 use super::records::{EAST, NORTH, SOUTH, WEST};
 use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
-use super::{AdaptiveLod, Deadline, EXPIRED, Tester, earlier};
+use super::{AdaptiveLod, Deadline, EXPIRED, Tester};
 use crate::camera::Containment;
 
 /// Bits of a square's state word (the article's "mesh tree" per square).
@@ -292,10 +292,8 @@ impl AdaptiveLod<'_> {
             let first = self.tree.first_child(sq.id);
             for k in (0..4).filter(|k| children & 1 << k != 0) {
                 let child_around = self.tree.child_neighbours(first, k, around);
-                deadline = earlier(
-                    deadline,
-                    self.visit(tester, sq.child(first, k), &child_around),
-                );
+                let child = self.visit(tester, sq.child(first, k), &child_around);
+                deadline = self.motion.earlier(deadline, child);
             }
         }
         self.deadline[id] = deadline;
@@ -331,7 +329,7 @@ impl AdaptiveLod<'_> {
             while cur != 0 {
                 cur = self.tree.parent(cur);
                 let parent = cur as usize;
-                let merged = earlier(self.deadline[parent], deadline);
+                let merged = self.motion.earlier(self.deadline[parent], deadline);
                 if merged == self.deadline[parent] {
                     break;
                 }

@@ -429,6 +429,10 @@ impl Motion {
             return NEVER;
         }
         let limit = self.moved + f64::from(far) * self.turned + f64::from(slack);
+        // A box beyond `f32` (or not a number) is tested again every frame.
+        if !far.is_finite() || limit.is_nan() {
+            return EXPIRED;
+        }
         [far, round_down(limit)]
     }
 
@@ -452,8 +456,11 @@ impl Motion {
             (moving, moving / f64::from(d[0]))
         };
         let ((moving_a, turning_a), (moving_b, turning_b)) = (room(a), room(b));
+        if moving_a.is_nan() || moving_b.is_nan() {
+            return EXPIRED;
+        }
         let (moving, turning) = (moving_a.min(moving_b), turning_a.min(turning_b));
-        if moving.is_nan() || moving <= 0.0 {
+        if moving <= 0.0 {
             return EXPIRED;
         }
         if moving == f64::INFINITY {
@@ -513,8 +520,8 @@ pub struct AdaptiveLod<'a> {
     pending: Vec<Sq>,
     /// Per level, squares whose disable rules may hold after this frame's enable pass.
     candidates: Vec<Vec<Sq>>,
-    /// Per square, the least deadline (see [`Motion`]) of the enabled squares of its
-    /// subtree: nothing in it needs testing before.
+    /// Per square, a deadline (see [`Motion`]) due no later than any of the enabled
+    /// squares of its subtree: nothing in it needs testing before.
     deadline: Vec<Deadline>,
     motion: Motion,
     /// Whether this update tests every enabled square (the view changed otherwise than by

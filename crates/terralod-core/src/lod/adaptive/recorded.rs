@@ -48,8 +48,8 @@ pub(super) struct RecordedWalk {
 }
 
 /// The deepest level below a recorded subtree's root whose squares [`RecordedWalk::finish`]
-/// links: its table then takes at most `4^11 · 4 / 3` entries, 22 MB, per thread (the
-/// canyon's subtrees are 4 levels deep: 1.3 KB).
+/// links: its table then takes at most `(4^11 − 1) / 3` entries, 5.6 MB, per thread (the
+/// canyon's subtrees are 4 levels deep: 1.3 KB). Deeper squares keep [`Across::Coded`].
 const MAX_LINKED_LEVELS: u32 = 10;
 
 /// [`RecordedWalk::finish`]'s table entry of a position no square of the walk holds.
@@ -178,8 +178,8 @@ impl RecordedWalk {
     /// stays [`Across::Coded`]: the same boxes, projected once per vertex.)
     ///
     /// The squares are found by position in a dense table of the subtree's positions,
-    /// level under level, kept per thread and cleared after use; a subtree deeper than
-    /// [`MAX_LINKED_LEVELS`] below its root (a tree grown very deep by local detail) is
+    /// level under level, kept per thread and cleared after use; squares more than
+    /// [`MAX_LINKED_LEVELS`] below the root (a tree grown very deep by local detail) are
     /// left unlinked.
     pub fn finish(&mut self, tree: &SquareTree) {
         let Some(root) = self.squares.first() else {
@@ -187,12 +187,12 @@ impl RecordedWalk {
         };
         let (top, x0, z0) = (u32::from(root.level), root.ix, root.iz);
         let depth = self.squares.iter().map(|s| u32::from(s.level) - top).max();
-        let depth = depth.unwrap_or(0);
-        if depth > MAX_LINKED_LEVELS {
-            return;
-        }
+        let depth = depth.unwrap_or(0).min(MAX_LINKED_LEVELS);
         // Slot of a position `k` levels below the root, if it lies in the subtree.
         let slot = |k: u32, ix: u32, iz: u32| {
+            if k > depth {
+                return None;
+            }
             let (dx, dz) = (ix.wrapping_sub(x0 << k), iz.wrapping_sub(z0 << k));
             let side = 1u32 << k;
             (dx < side && dz < side).then(|| level_offset(k) + ((dz << k) + dx) as usize)
@@ -223,7 +223,10 @@ impl RecordedWalk {
                     let Some(walked) = slot(k, ix, iz).map(|at| table[at]) else {
                         continue;
                     };
-                    if walked == NOT_WALKED {
+                    // Checked, so a table left dirty by a panic elsewhere cannot link
+                    // a wrong square.
+                    let found = self.squares.get(walked as usize);
+                    if found.is_none_or(|s| (s.level, s.ix, s.iz) != (square.level, ix, iz)) {
                         continue;
                     }
                     // The one stored square at that position: the box the codes give.
@@ -463,14 +466,10 @@ impl AdaptiveLod<'_> {
 impl RecordedWalk {
     /// Checks the links [`RecordedWalk::finish`] made against a search of every square
     /// walked: an edge vertex is linked exactly when a square of the walk lies across it,
-    /// and to that square (never, in a walk too deep to link). Returns how many are
-    /// linked.
+    /// and to that square (never, for squares too deep below the walk's root to link).
+    /// Returns how many are linked.
     pub fn check_links(&self) -> usize {
         let top = self.squares.first().map_or(0, |s| s.level);
-        let too_deep = self
-            .squares
-            .iter()
-            .any(|s| u32::from(s.level - top) > MAX_LINKED_LEVELS);
         let mut linked = 0;
         let mut steps = self.vertices.iter();
         for square in &self.squares {
@@ -483,10 +482,11 @@ impl RecordedWalk {
                     .squares
                     .iter()
                     .position(|s| s.level == square.level && (s.ix, s.iz) == (ix, iz));
+                let too_deep = u32::from(square.level - top) > MAX_LINKED_LEVELS;
                 match across {
                     Across::None => {}
                     Across::Walked => {
-                        assert!(!too_deep, "a walk too deep to link was linked");
+                        assert!(!too_deep, "a square too deep to link was linked");
                         assert_eq!(found, Some(step.across_box as usize));
                         linked += 1;
                     }

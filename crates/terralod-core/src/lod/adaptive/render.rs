@@ -203,8 +203,11 @@ const MAX_SUBTREE_DEPTH: usize = 7;
 /// Enabled squares from which the subtrees are walked in parallel. Below, rayon's
 /// overhead outweighs the walk; above, its job queue allocates a block of job slots once
 /// every few dozen frames (amortised to none). The other allocations of a frame are a
-/// subtree position's buffers, the first time it is drawn or walked at a new largest size:
-/// a frame like one seen before allocates nothing.
+/// subtree position's buffers, the first time it is drawn or walked at a new largest size,
+/// and a thread's table for linking recorded walks, the first time that thread records a
+/// walk deeper than any before (at most once per level, see `recorded`): a frame like
+/// one seen before allocates nothing on one thread, and at most those few table growths
+/// on several.
 pub(super) const PARALLEL_SQUARES: usize = 16_384;
 
 /// A subtree left for the second part of the walk: its root square, neighbours, the

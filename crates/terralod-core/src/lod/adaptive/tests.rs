@@ -357,9 +357,6 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
     }
 }
 
-/// A detail's cell size must be the terrain's divided by a power of two, its origin on its
-/// lattice, its footprint on the terrain, its grid addressable, and it must be inserted
-/// into the terrain it was placed on.
 /// A camera flying straight, then turning in place, then flying on: the turn finds
 /// deadlines set while the camera only moved; each frame must still equal a fresh
 /// selection, and the carried state evaluate fewer squares.
@@ -530,6 +527,77 @@ fn deadlines_keep_their_answers_until_due() {
     );
 }
 
+/// Deadlines at the edges: expired, never due, a distance of 0, a box beyond `f32`,
+/// merged deadlines (and merged again later) due whenever either input is, and the
+/// restart once `moved + size · turned` passes its limit.
+#[test]
+fn merged_deadlines_at_the_edges() {
+    let motion = Motion {
+        last: None,
+        moved: 3.0,
+        turned: 0.01,
+        size: 1e3,
+        restart: 64e3,
+    };
+    let line = motion.deadline(5.0, 100.0);
+    let moving_only = motion.deadline(2.0, 0.0);
+    assert!(!motion.due(line) && !motion.due(moving_only));
+    assert!(motion.due(motion.earlier(EXPIRED, line)));
+    assert!(motion.due(motion.earlier(line, EXPIRED)));
+    assert_eq!(motion.earlier(NEVER, NEVER), NEVER);
+    assert!(!motion.due(motion.earlier(line, NEVER)));
+    for far in [f32::INFINITY, f32::NAN] {
+        assert!(motion.due(motion.deadline(1.0, far)), "far {far}");
+    }
+    assert!(motion.due(motion.earlier([f32::NAN, 10.0], line)));
+    let at = |dm: f64, dt: f64| Motion {
+        moved: motion.moved + dm,
+        turned: motion.turned + dt,
+        ..motion
+    };
+    let later = at(1.0, 0.01);
+    for (a, b) in [
+        (line, moving_only),
+        (line, NEVER),
+        (moving_only, NEVER),
+        (line, line),
+        (moving_only, line),
+    ] {
+        let merged = motion.earlier(a, b);
+        let again = later.earlier(merged, a);
+        for i in 0..=40 {
+            for j in 0..=40 {
+                let m = at(0.25 * f64::from(i), 0.0025 * f64::from(j));
+                if m.due(a) || m.due(b) {
+                    assert!(m.due(merged), "{a:?} and {b:?} at {i}, {j}");
+                    if m.moved >= later.moved && m.turned >= later.turned {
+                        assert!(m.due(again), "{a:?} and {b:?} again at {i}, {j}");
+                    }
+                }
+            }
+        }
+    }
+    // Turning in place by 0.5 rad a step adds about 0.7 to `turned`: past 64 · size
+    // after about 90 steps, the deadlines restart.
+    let mut motion = Motion {
+        moved: 0.0,
+        turned: 0.0,
+        ..motion
+    };
+    let restarted = (0..200).find(|&step| {
+        let heading = 0.5 * step as f32;
+        let eye = Vec3::new(0.0, 100.0, 0.0);
+        let target = eye + Vec3::new(heading.cos(), -0.3, heading.sin());
+        let view = View::screen(camera(eye, target), 1.0).expect("valid view");
+        motion.advance(&view) && step > 0
+    });
+    assert!(
+        restarted.is_some_and(|step| (80..100).contains(&step)),
+        "restarted at {restarted:?}"
+    );
+    assert_eq!((motion.moved, motion.turned), (0.0, 0.0));
+}
+
 /// The recorded walks link an edge vertex to the square across it exactly when the walk
 /// holds that square (checked against a search of the walk's squares).
 #[test]
@@ -545,6 +613,9 @@ fn recorded_walks_link_the_squares_they_hold() {
     assert!(linked > 0, "no edge vertex linked");
 }
 
+/// A detail's cell size must be the terrain's divided by a power of two, its origin on its
+/// lattice, its footprint on the terrain, its grid addressable, and it must be inserted
+/// into the terrain it was placed on.
 #[test]
 fn bad_details_are_refused() {
     let terrain = stepped_field(33, 33, 1);

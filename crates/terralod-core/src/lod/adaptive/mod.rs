@@ -755,19 +755,21 @@ impl<'a> AdaptiveLod<'a> {
         } else {
             *view
         };
-        let guard = topology.camera().map(|camera| {
-            let mut guard = camera.frustum_widened(self.adaptive.guard_angle);
-            // No far plane (the near one twice): a far plane that follows the eye, as
-            // `terralod bench` and the viewer's may, would change every frame and re-test
-            // every square. Beyond it the error tests still bound the refinement, and
-            // Render() culls with the true frustum.
-            guard.planes[Frustum::FAR] = guard.planes[Frustum::NEAR];
-            guard
-        });
+        let guard = topology.camera().map(|camera| self.guard_frustum(camera));
         let tester = self.tester(&topology, guard.as_ref());
         self.full = self.motion.advance(&topology);
         self.enable_pass(&tester);
         self.disable_pass();
+    }
+
+    /// Update()'s frustum: the camera's, widened by the guard band, without a far plane
+    /// (the near one twice): a far plane that follows the eye, as `terralod bench` and
+    /// the viewer's may, would change every frame and re-test every square. Beyond it the
+    /// error tests still bound the refinement, and Render() culls with the true frustum.
+    fn guard_frustum(&self, camera: &crate::camera::Camera) -> Frustum {
+        let mut guard = camera.frustum_widened(self.adaptive.guard_angle);
+        guard.planes[Frustum::FAR] = guard.planes[Frustum::NEAR];
+        guard
     }
 
     /// The tests for `view`, refining what lies in `frustum` (the view's, widened by the

@@ -388,10 +388,11 @@ fn a_turn_in_place_after_a_straight_flight_equals_fresh_selections() {
     );
 }
 
-/// Update()'s deadlines, tested directly: a box's frustum class and error test keep their
-/// answers for as long as its deadline is not due, and two boxes theirs for as long as
-/// the merged (subtree) deadline is not, along paths that move straight (or turn in
-/// place) and then move and turn at once.
+/// Update()'s deadlines, tested directly with its frustum (widened by the guard band, no
+/// far plane): a box's frustum class and error test keep their answers for as long as
+/// its deadline is not due, and two boxes theirs for as long as the merged (subtree)
+/// deadline is not, along paths that move straight (or turn in place) and then move and
+/// turn at once.
 #[test]
 fn deadlines_keep_their_answers_until_due() {
     let field = rough_field(33, 33, 3);
@@ -437,21 +438,24 @@ fn deadlines_keep_their_answers_until_due() {
         }
         // The answers of a box and an error now, with the slack and reach of the tests.
         let answers = |view: &View, aabb: &Aabb, error: f32| {
-            let frustum = view.frustum().expect("a screen view has a frustum");
-            let tester = lod.tester(view, Some(frustum));
+            let camera = view.camera().expect("a screen view has a camera");
+            let frustum = lod.guard_frustum(camera);
+            let tester = lod.tester(view, Some(&frustum));
             let (containment, seen) = tester.classify_slack(aabb);
             let (fails, tested) = tester.fails_slack(error, aabb);
             ((containment, fails), seen.min(tested), tester.reach(aabb))
         };
-        // Boxes anywhere near the camera, and boxes on the view's left and right edges,
-        // where a turn moves the frustum's planes the most.
+        // Boxes anywhere near the camera, and boxes on the frustum's left and right
+        // planes, which a turn moves the most.
         let start = view_at(4);
         let eye = start.camera().expect("a screen view").eye;
         let (forward, right) = {
             let c = start.camera().expect("a screen view");
             (c.forward(), c.right())
         };
-        let edge = (640.0 / 480.0) * 0.5f32.tan();
+        // The guard frustum's side planes: the view's half-width angle plus the band.
+        let edge = ((640.0 / 480.0) * 0.5f32.tan()).atan() + AdaptiveOptions::DEFAULT_GUARD_ANGLE;
+        let edge = edge.tan();
         let boxes: Vec<(Aabb, f32)> = (0..60)
             .map(|k| {
                 let size = Vec3::new(

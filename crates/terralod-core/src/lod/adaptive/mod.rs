@@ -362,11 +362,13 @@ struct Motion {
     last: Option<([glam::Vec3; 4], ViewKey)>,
     moved: f64,
     turned: f64,
-    /// The terrain's size: the distance at which `turned` is weighed to decide a restart.
+    /// The terrain's size: the distance at which `turned` is weighed to decide a restart,
+    /// once `moved + size · turned` passes [`RESTART_SIZES`] of it (the limits are f32).
     size: f64,
-    /// `moved + size · turned` beyond which the deadlines are restarted (they are f32).
-    restart: f64,
 }
+
+/// Terrain sizes of motion after which the deadlines are restarted.
+const RESTART_SIZES: f64 = 64.0;
 
 /// A deadline of [`Motion`], `[d, limit]`: due once `moved + d · turned` reaches `limit`.
 pub(super) type Deadline = [f32; 2];
@@ -406,7 +408,7 @@ impl Motion {
                 // Margins for the f32 rounding of the camera's eye and axes.
                 self.moved += moved * (1.0 + 1e-5);
                 self.turned += turned * (1.0 + 1e-5) + 1e-6;
-                self.moved + self.size * self.turned > self.restart
+                self.moved + self.size * self.turned > RESTART_SIZES * self.size
             }
             _ => true,
         };
@@ -652,7 +654,6 @@ impl<'a> AdaptiveLod<'a> {
                 moved: 0.0,
                 turned: 0.0,
                 size: f64::from(tree.levels[0].size as f32 * tree.cell_size),
-                restart: 64.0 * f64::from(tree.levels[0].size as f32 * tree.cell_size),
             },
             full: true,
             enabled: 1,

@@ -431,7 +431,6 @@ fn deadlines_keep_their_answers_until_due() {
             moved: 0.0,
             turned: 0.0,
             size: 1e3,
-            restart: 1e9,
         };
         for i in 0..=4 {
             motion.advance(&view_at(i));
@@ -541,7 +540,6 @@ fn merged_deadlines_at_the_edges() {
         moved: 3.0,
         turned: 0.01,
         size: 1e3,
-        restart: 64e3,
     };
     let line = motion.deadline(5.0, 100.0);
     let moving_only = motion.deadline(2.0, 0.0);

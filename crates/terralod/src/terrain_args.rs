@@ -29,7 +29,7 @@ pub struct TerrainArgs {
     #[arg(long, value_parser = str::parse::<ByteOrder>)]
     pub byte_order: Option<ByteOrder>,
     /// Largest number of samples a file may claim before it is refused unread (`import`
-    /// reads a larger GeoTIFF by windows instead of loading it).
+    /// reads a larger GeoTIFF or PNG by windows instead of loading it).
     #[arg(
         long,
         default_value_t = LoadOptions::default().max_samples,
@@ -116,7 +116,7 @@ impl TerrainArgs {
         }
     }
 
-    fn load_options(&self) -> LoadOptions {
+    pub fn load_options(&self) -> LoadOptions {
         LoadOptions {
             encoding: self.encoding,
             raw_size: self.raw_size,

@@ -38,6 +38,24 @@ fn last_json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(line).expect("the last line is JSON")
 }
 
+/// `terralod import FILE --tile-size 16 FLAGS --out OUT`'s JSON summary.
+fn import_file(file: &str, out: &Path, flags: &[&str]) -> serde_json::Value {
+    let mut args = vec!["import", file, "--tile-size", "16"];
+    args.extend(flags);
+    args.extend(["--out", out.to_str().expect("UTF-8")]);
+    last_json(&ok(&args))
+}
+
+/// Whether two directories hold the same files, byte for byte.
+fn assert_same_directories(expected: &Path, actual: &Path) {
+    let (expected, actual) = (
+        terralod_testkit::directory_files(expected),
+        terralod_testkit::directory_files(actual),
+    );
+    assert_eq!(expected.len(), actual.len());
+    assert!(expected == actual, "the two imports differ");
+}
+
 #[test]
 fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -324,34 +342,19 @@ fn a_geotiff_past_max_samples_imports_by_windows_as_the_loaded_file() {
     });
     let tif_arg = tif.to_str().expect("UTF-8");
     let (whole, windows) = (dir.path().join("whole"), dir.path().join("windows"));
-    let import = |out: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "import",
-            tif_arg,
-            "--tile-size",
-            "16",
-            "--height-scale",
-            "2",
-            "--out",
-            out.to_str().expect("UTF-8"),
-        ];
-        args.extend(extra);
-        last_json(&ok(&args))
-    };
-    import(&whole, &[]);
+    import_file(tif_arg, &whole, &["--height-scale", "2"]);
     // Loading needs room for all 12,513 samples; 1,000 makes the import read windows.
     fails_naming(&["info", tif_arg, "--max-samples", "1000"], "--max-samples");
-    let summary = import(&windows, &["--max-samples", "1000"]);
+    let summary = import_file(
+        tif_arg,
+        &windows,
+        &["--height-scale", "2", "--max-samples", "1000"],
+    );
     assert_eq!(
         (summary["width"].clone(), summary["height"].clone()),
         (129.into(), 97.into())
     );
-    let (expected, actual) = (
-        terralod_testkit::directory_files(&whole),
-        terralod_testkit::directory_files(&windows),
-    );
-    assert_eq!(expected.len(), actual.len());
-    assert!(expected == actual, "the two imports differ");
+    assert_same_directories(&whole, &windows);
 
     let holed = dir.path().join("holed.tif");
     stripped_geotiff(&holed, (129, 97), |c, r| {
@@ -368,6 +371,62 @@ fn a_geotiff_past_max_samples_imports_by_windows_as_the_loaded_file() {
         ],
         "column 70, row 41",
     );
+}
+
+/// A PNG past `--max-samples` is decoded once into a spool beside the output and imported
+/// by windows from it: the same directory as the import of the loaded file, the mapping
+/// flags applied, and no spool left behind, also when the import fails.
+#[test]
+fn a_png_past_max_samples_imports_through_a_spool_as_the_loaded_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("field.png");
+    let png_arg = png.to_str().expect("UTF-8");
+    ok(&["generate", "--size", "129", "--seed", "3", "--out", png_arg]);
+    let (whole, spooled) = (dir.path().join("whole"), dir.path().join("spooled"));
+    let mapping = ["--cell-size", "30", "--height-scale", "0.5"];
+    import_file(png_arg, &whole, &mapping);
+    fails_naming(&["info", png_arg, "--max-samples", "1000"], "--max-samples");
+    let summary = import_file(
+        png_arg,
+        &spooled,
+        &[&mapping[..], &["--max-samples", "1000"]].concat(),
+    );
+    assert_eq!(
+        (summary["width"].clone(), summary["height"].clone()),
+        (129.into(), 129.into())
+    );
+    assert_same_directories(&whole, &spooled);
+    let names = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .expect("readable")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    };
+    let mut left = names();
+    left.sort();
+    assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");
+
+    // Over a non-empty output without --force, the import fails after the spool is
+    // written: the spool goes too.
+    fails_naming(
+        &[
+            "import",
+            png_arg,
+            "--max-samples",
+            "1000",
+            "--out",
+            whole.to_str().expect("UTF-8"),
+        ],
+        "--force",
+    );
+    let mut left = names();
+    left.sort();
+    assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");
 }
 
 /// A failed import leaves the output as it found it (a directory it made is removed, an

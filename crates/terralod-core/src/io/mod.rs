@@ -18,7 +18,7 @@ mod ascii;
 pub(crate) mod geotiff;
 mod hgt;
 pub mod interrupt;
-mod png;
+pub(crate) mod png;
 mod raw;
 mod write;
 

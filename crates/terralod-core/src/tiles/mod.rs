@@ -29,6 +29,7 @@ mod cache_tests;
 mod detail;
 mod format;
 mod import;
+mod png_source;
 mod raw_source;
 mod read;
 pub mod source;
@@ -49,6 +50,7 @@ pub use format::{
 pub use import::{
     DEFAULT_BLOCK_CELLS, ImportOptions, ImportSource, ImportSummary, import, import_source,
 };
+pub use png_source::PngFileSource;
 pub use raw_source::RawFileSource;
 pub use read::{Tile, TiledTerrain};
 pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile};
@@ -136,6 +138,8 @@ pub enum TileError {
     },
     #[error("import source: {what}")]
     Source { what: String },
+    #[error(transparent)]
+    Load(#[from] crate::io::LoadError),
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]

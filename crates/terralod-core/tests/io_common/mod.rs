@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 // which depends on the core.
 #[path = "../../../terralod-testkit/src/files.rs"]
 pub mod files;
+use terralod_core::heightfield::Heightfield;
 use terralod_core::io::{Format, LoadOptions, Loaded, Problem, decode};
+use terralod_core::tiles::{ImportOptions, ImportSource, import, import_source};
 
 /// Path of a file in `../shared/data`, or `None` after a visible SKIPPED message.
 pub fn shared_data(name: &str) -> Option<PathBuf> {
@@ -28,6 +30,41 @@ pub fn scratch_dir(test: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch folder");
     dir
+}
+
+/// Imports the loaded `whole` and the windowed `source` of the file at `path` into two
+/// temporary directories as `tile_cells`-cell tiles and checks that both write the same
+/// files (more than two levels, so strided windows are read too).
+pub fn assert_imports_alike(
+    path: &Path,
+    whole: &Heightfield,
+    source: &dyn ImportSource,
+    tile_cells: u32,
+) {
+    let options = ImportOptions::with_tile_cells(tile_cells);
+    let (a, b) = (
+        tempfile::tempdir().expect("a temporary directory"),
+        tempfile::tempdir().expect("a temporary directory"),
+    );
+    let loaded = import(whole, a.path(), &options, &|_, _| {}).expect("whole import");
+    assert!(loaded.header.levels.len() >= 3, "{}", path.display());
+    import_source(source, b.path(), &options, &|_, _| {}).expect("windowed import");
+    let (expected, actual) = (
+        files::directory_files(a.path()),
+        files::directory_files(b.path()),
+    );
+    assert_eq!(
+        expected.keys().collect::<Vec<_>>(),
+        actual.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &expected {
+        assert!(
+            actual[name] == *bytes,
+            "{}: {} differs",
+            path.display(),
+            name.display()
+        );
+    }
 }
 
 /// Decodes with default options.

@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use terralod_core::generate::{
     GenerateOptions, MAX_PROCEDURAL_SIZE, ProceduralTerrain, generate_with_progress,
@@ -69,6 +69,8 @@ struct Summary<'a> {
 }
 
 pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
+    // The time covers reading the source too (loading it, or spooling a large PNG).
+    let start = Instant::now();
     let (source, name): (Box<dyn ImportSource>, String) = match &args.terrain.file {
         Some(path) => {
             if args.generate_size.is_some() || args.seed.is_some() {
@@ -86,7 +88,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
                     args.terrain.refuse_unused_by(Some(format), path)?;
                     raw_source(args, path, sample_type)?
                 }
-                None => match windowed_tiff(args, path)? {
+                None => match windowed_source(args, path)? {
                     Some(source) => source,
                     None => {
                         let terrain = args.terrain.load()?;
@@ -113,7 +115,6 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         ..defaults
     };
     let bar = progress::bar(0, format!("importing into {}", args.out.display()));
-    let start = Instant::now();
     let summary = tiles::import_source(source.as_ref(), &args.out, &options, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
@@ -155,9 +156,9 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
 }
 
 /// The sample type of a raw file (by `--format` or extension), which is imported by
-/// windows; `None` for the other formats (PNG, HGT, ASCII are loaded whole, capped by
-/// `--max-samples`; GeoTIFF is loaded whole up to it and read by windows past it).
-fn raw_format(args: &ImportArgs, path: &std::path::Path) -> Option<tiles::SampleType> {
+/// windows; `None` for the other formats (HGT and ASCII are loaded whole, capped by
+/// `--max-samples`; GeoTIFF and PNG are loaded whole up to it and read by windows past it).
+fn raw_format(args: &ImportArgs, path: &Path) -> Option<tiles::SampleType> {
     let format = args.terrain.format.or_else(|| {
         path.extension()
             .and_then(|e| e.to_str())
@@ -170,11 +171,12 @@ fn raw_format(args: &ImportArgs, path: &std::path::Path) -> Option<tiles::Sample
     }
 }
 
-/// A GeoTIFF of more than `--max-samples` samples, read by windows (never loaded whole);
-/// `None` for other files and for GeoTIFFs loaded whole (whose nodata holes are filled).
-fn windowed_tiff(
+/// A GeoTIFF or PNG of more than `--max-samples` samples, read by windows (never loaded
+/// whole); `None` for other files and for those loaded whole (whose nodata holes are
+/// filled).
+fn windowed_source(
     args: &ImportArgs,
-    path: &std::path::Path,
+    path: &Path,
 ) -> anyhow::Result<Option<(Box<dyn ImportSource>, String)>> {
     let format = match args.terrain.format {
         Some(format) => Some(format),
@@ -186,31 +188,60 @@ fn windowed_tiff(
             Format::detect(&head[..read], Some(path))
         }
     };
-    if format != Some(Format::GeoTiff) || path.is_dir() {
+    if path.is_dir() {
         return Ok(None);
     }
     // The header's size decides, before any sample is decoded.
-    let (width, height) = tiles::TiffFileSource::claimed_size(path)?;
-    if u64::from(width) * u64::from(height) <= args.terrain.max_samples {
+    let (width, height) = match format {
+        Some(Format::GeoTiff) => {
+            let (w, h) = tiles::TiffFileSource::claimed_size(path)?;
+            (u64::from(w), u64::from(h))
+        }
+        Some(Format::Png) => tiles::PngFileSource::claimed_size(path)?,
+        _ => return Ok(None),
+    };
+    if width.saturating_mul(height) <= args.terrain.max_samples {
         return Ok(None);
     }
-    args.terrain.refuse_unused_by(Some(Format::GeoTiff), path)?;
-    let source = tiles::TiffFileSource::open(path)?.with_tile_cells(args.tile_size);
-    let mapping = args.terrain.mapping_over(source.mapping());
-    let source = source.with_mapping(mapping).with_context(|| {
-        format!(
-            "{}: --cell-size/--height-scale/--height-offset",
-            path.display()
-        )
-    })?;
-    Ok(Some((Box::new(source), path.display().to_string())))
+    args.terrain.refuse_unused_by(format, path)?;
+    let name = path.display().to_string();
+    let mapping_error = || format!("{name}: --cell-size/--height-scale/--height-offset");
+    let source: Box<dyn ImportSource> = if format == Some(Format::Png) {
+        // PNG rows decode in order only: decoded once into a spool file beside the output.
+        let bar = progress::bar(height, format!("decoding {name}"));
+        let source = tiles::PngFileSource::spool(
+            path,
+            &args.terrain.load_options(),
+            &spool_dir(&args.out),
+            &|done, _| bar.set_position(done),
+        );
+        bar.finish_and_clear();
+        let source = source?;
+        let mapping = args.terrain.mapping_over(source.mapping());
+        Box::new(source.with_mapping(mapping).with_context(mapping_error)?)
+    } else {
+        let source = tiles::TiffFileSource::open(path)?.with_tile_cells(args.tile_size);
+        let mapping = args.terrain.mapping_over(source.mapping());
+        Box::new(source.with_mapping(mapping).with_context(mapping_error)?)
+    };
+    Ok(Some((source, name)))
+}
+
+/// Where a PNG's spool goes: the output's parent, or the nearest existing folder above it
+/// (the system's temporary folder may be memory).
+fn spool_dir(out: &Path) -> PathBuf {
+    out.ancestors()
+        .skip(1)
+        .find(|dir| dir.is_dir())
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// A raw file read by windows (never loaded whole): its size from `--raw-size` or, for a
 /// square, its length; the mapping flags applied to raw's defaults (1, 1, 0).
 fn raw_source(
     args: &ImportArgs,
-    path: &std::path::Path,
+    path: &Path,
     sample_type: tiles::SampleType,
 ) -> anyhow::Result<(Box<dyn ImportSource>, String)> {
     let name = path.display().to_string();

@@ -104,6 +104,48 @@ fn an_interrupted_import_takes_back_its_tiles() {
     assert_taken_back(&output, "taken back", dir.path());
 }
 
+/// A PNG import interrupted while the PNG is decoded into its spool (a PNG past
+/// `--max-samples`): the spool is removed and no output directory is left.
+#[test]
+fn an_interrupted_png_import_removes_its_spool() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("big.png");
+    let (width, height) = (2049u32, 2049u32);
+    let mut encoder = png::Encoder::new(
+        std::fs::File::create(&png).expect("writable"),
+        width,
+        height,
+    );
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::Sixteen);
+    encoder.set_compression(png::Compression::Fast);
+    let samples: Vec<u8> = (0..width * height)
+        .flat_map(|i| (i.wrapping_mul(2_654_435_761) >> 16).to_be_bytes()[2..].to_vec())
+        .collect();
+    let mut writer = encoder.write_header().expect("a header");
+    writer.write_image_data(&samples).expect("written");
+    writer.finish().expect("finished");
+    let out = dir.path().join("tiles");
+    let child = spawn(&[
+        "import",
+        png.to_str().expect("UTF-8"),
+        "--max-samples",
+        "1000",
+        "--tile-size",
+        "64",
+        "--out",
+        out.to_str().expect("UTF-8"),
+    ]);
+    let output = signal_when(child, "-INT", "the spool", || {
+        names_in(dir.path())
+            .iter()
+            .any(|name| name.contains("spool"))
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert_eq!(names_in(dir.path()), ["big.png"]);
+}
+
 /// A camera walk writing one mesh per frame, interrupted after its first frame: every
 /// frame written is taken back.
 #[test]

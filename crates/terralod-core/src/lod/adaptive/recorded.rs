@@ -50,7 +50,7 @@ pub(super) struct RecordedWalk {
 /// The deepest level below a recorded subtree's root whose squares [`RecordedWalk::finish`]
 /// links: its table then takes at most `(4^11 − 1) / 3` entries, 5.6 MB, per thread (the
 /// canyon's subtrees are 4 levels deep: 1.3 KB). Deeper squares keep [`Across::Coded`].
-const MAX_LINKED_LEVELS: u32 = 10;
+pub(super) const MAX_LINKED_LEVELS: u32 = 10;
 
 /// [`RecordedWalk::finish`]'s table entry of a position no square of the walk holds.
 const NOT_WALKED: u32 = u32::MAX;
@@ -467,10 +467,11 @@ impl RecordedWalk {
     /// Checks the links [`RecordedWalk::finish`] made against a search of every square
     /// walked: an edge vertex is linked exactly when a square of the walk lies across it,
     /// and to that square (never, for squares too deep below the walk's root to link).
-    /// Returns how many are linked.
-    pub fn check_links(&self) -> usize {
+    /// Returns how many are linked, and how many are left unlinked for being too deep
+    /// though a square of the walk lies across them.
+    pub fn check_links(&self) -> (usize, usize) {
         let top = self.squares.first().map_or(0, |s| s.level);
-        let mut linked = 0;
+        let (mut linked, mut too_deep_unlinked) = (0, 0);
         let mut steps = self.vertices.iter();
         for square in &self.squares {
             for step in steps.by_ref().take(square.vertices.into()) {
@@ -492,10 +493,11 @@ impl RecordedWalk {
                     }
                     Across::Coded => {
                         assert!(too_deep || found.is_none(), "a walked square left unlinked");
+                        too_deep_unlinked += usize::from(found.is_some());
                     }
                 }
             }
         }
-        linked
+        (linked, too_deep_unlinked)
     }
 }

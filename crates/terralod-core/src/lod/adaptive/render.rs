@@ -291,9 +291,13 @@ impl RenderBuffers {
 #[cfg(test)]
 impl RenderBuffers {
     /// [`RecordedWalk::check_links`] over the subtrees' recorded walks: how many edge
-    /// vertices take the projection of a square walked beside them.
-    pub fn check_links(&self) -> usize {
-        self.parts.iter().map(|p| p.walk.check_links()).sum()
+    /// vertices take the projection of a square walked beside them, and how many do not
+    /// for lying too deep below their walk's root.
+    pub fn check_links(&self) -> (usize, usize) {
+        self.parts
+            .iter()
+            .map(|p| p.walk.check_links())
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Unit tests of algorithm A: the state invariants after updates, and the incremental
 //! state equal to a fresh instance's for the same view.
 
+use super::recorded::MAX_LINKED_LEVELS;
 use super::records::{EAST, SOUTH};
 use super::update::{ENABLED, enabled_children, mid_bit, parent_sides, ref_count};
 use super::*;
@@ -610,9 +611,60 @@ fn recorded_walks_link_the_squares_they_hold() {
     let mut linked = 0;
     for view in walk(&field, 12) {
         lod.select(&view);
-        linked += lod.render_buffers.check_links();
+        linked += lod.render_buffers.check_links().0;
     }
     assert!(linked > 0, "no edge vertex linked");
+}
+
+/// Subtree walks deeper than [`MAX_LINKED_LEVELS`]: a 2049-wide strip with a detail at the
+/// finest subdivision has levels down to 18 (squares of two cells at level 10, then 8
+/// levels of detail) and its subtrees start at level 7, so a walk reaches 11 levels below
+/// its root. The squares below the cut-off keep their boxes' codes
+/// (unlinked, checked against a search of the walk), and every frame equals a fresh
+/// selection.
+#[test]
+fn walks_deeper_than_the_linked_levels_leave_their_deepest_squares_unlinked() {
+    let terrain = stepped_field(2049, 3, 4);
+    let detail = stepped_field(5, 5, 6);
+    let k = detail::MAX_SHIFT;
+    let placed = Detail::new(&terrain, &detail, (512.0, 1.0), 1.0 / (1u32 << k) as f32)
+        .expect("on the strip");
+    let pyramid = Pyramid::build(&terrain);
+    let build = || {
+        AdaptiveLod::with_detail(
+            &terrain,
+            &pyramid,
+            LodOptions::default(),
+            AdaptiveOptions::default(),
+            &placed,
+        )
+        .expect("placed on this terrain")
+    };
+    let mut lod = build();
+    assert!(
+        lod.subtree_depth() as usize + (MAX_LINKED_LEVELS as usize) < lod.finest,
+        "the walks are not deep enough"
+    );
+    let near = |dy: f32, dz: f32| {
+        let target = Vec3::new(512.008, 1000.0, 1.008);
+        let view = View::screen(camera(target + Vec3::new(0.0, dy, dz), target), 0.5);
+        view.expect("valid view")
+    };
+    let views = [
+        View::world_error(1e-3).expect("valid"),
+        near(2.0, -2.0),
+        near(1.9, -2.1),
+        View::world_error(1e-3).expect("valid"),
+    ];
+    let (mut linked, mut deep) = (0, 0);
+    for (i, view) in views.iter().enumerate() {
+        let carried = triangles(&mut lod, view);
+        assert!(!carried.is_empty(), "view {i}");
+        assert_eq!(carried, triangles(&mut build(), view), "view {i}");
+        let (l, d) = lod.render_buffers.check_links();
+        (linked, deep) = (linked + l, deep + d);
+    }
+    assert!(linked > 0 && deep > 0, "linked {linked}, too deep {deep}");
 }
 
 /// A detail's cell size must be the terrain's divided by a power of two, its origin on its

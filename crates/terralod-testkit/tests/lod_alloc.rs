@@ -1,5 +1,6 @@
 //! No heap allocation per frame after warm-up, for every registered algorithm: a counting
-//! global allocator watches the selection of frames the algorithm has seen before.
+//! global allocator watches the selection of frames the algorithm has seen before, on the
+//! calling thread and, for algorithm A's parallel Render(), on rayon's worker threads.
 //!
 //! The allocator must implement `GlobalAlloc`, which is an unsafe trait: the workspace
 //! denies unsafe code, and this file alone allows it for that one forwarding impl.
@@ -7,6 +8,8 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use terralod_core::lod::{AdaptiveLod, Detail, LodAlgorithm, LodOptions, REGISTRY, View};
 use terralod_core::{Camera, Pyramid};
 use terralod_testkit::fixtures::smooth_random;
@@ -45,12 +48,24 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// Whether allocations on rayon's worker threads are counted, and how many there were.
+static WORKERS_COUNTED: AtomicBool = AtomicBool::new(false);
+static WORKER_COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// Held by each test, so that only one test's work runs on rayon's workers while they are
+/// counted.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 fn note() {
     let _ = COUNT.try_with(|c| {
         if let Some(n) = c.get() {
             c.set(Some(n + 1));
         }
     });
+    // `current_thread_index` reads a thread-local pointer: no allocation, no re-entry.
+    if WORKERS_COUNTED.load(Relaxed) && rayon::current_thread_index().is_some() {
+        WORKER_COUNT.fetch_add(1, Relaxed);
+    }
 }
 
 #[global_allocator]
@@ -63,8 +78,24 @@ fn allocations(f: impl FnOnce()) -> u64 {
     COUNT.with(|c| c.replace(None)).unwrap_or(0)
 }
 
+/// Allocations `f` makes on this thread and on rayon's worker threads.
+fn allocations_on_all_threads(f: impl FnOnce()) -> (u64, u64) {
+    WORKER_COUNT.store(0, Relaxed);
+    WORKERS_COUNTED.store(true, Relaxed);
+    let own = allocations(f);
+    WORKERS_COUNTED.store(false, Relaxed);
+    (own, WORKER_COUNT.load(Relaxed))
+}
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn a_warmed_up_frame_allocates_nothing() {
+    let _turn = one_at_a_time();
     let field = smooth_random(129, 97, 11, 200.0).expect("valid field");
     let pyramid = Pyramid::build(&field);
     let (w, d) = field.world_size();
@@ -137,6 +168,7 @@ fn a_warmed_up_frame_allocates_nothing() {
 /// terrain, far away, turning) with the default pool and with one so small it runs out.
 #[test]
 fn the_patch_pool_never_allocates_after_start_up() {
+    let _turn = one_at_a_time();
     use terralod_core::lod::{LodAlgorithm, PatchOptions, PatchesLod};
     let field = smooth_random(129, 97, 5, 20.0).expect("valid field");
     let pyramid = Pyramid::build(&field);
@@ -184,4 +216,53 @@ fn the_patch_pool_never_allocates_after_start_up() {
         assert_eq!(count, 0, "capacity {capacity}: {count} allocations");
         assert_eq!(lod.patch_stats().exhausted, capacity == 12);
     }
+}
+
+/// Algorithm A walks its subtrees in parallel once enough squares are enabled (16,384):
+/// warmed-up frames then allocate nothing on the calling thread or on rayon's workers,
+/// but for rayon's own job queue, which takes a block of job slots now and then (counted
+/// here on both sides, and amortised: fewer than one allocation in eight frames).
+#[test]
+fn a_warmed_up_parallel_frame_of_adaptive_allocates_next_to_nothing() {
+    let _turn = one_at_a_time();
+    let field = smooth_random(513, 513, 3, 300.0).expect("valid field");
+    let pyramid = Pyramid::build(&field);
+    let (w, d) = field.world_size();
+    let mut views = Vec::new();
+    for step in 0..16 {
+        let angle = step as f32 * std::f32::consts::TAU / 16.0;
+        let centre = glam::Vec3::new(0.5 * w, 100.0, 0.5 * d);
+        let eye = centre + glam::Vec3::new(0.3 * w * angle.cos(), 150.0, 0.3 * d * angle.sin());
+        let camera = Camera::new(eye, centre, 1.0, (1920, 1080), 0.5, 1e5).expect("valid");
+        views.push(View::screen(camera, 0.5).expect("valid"));
+    }
+    let mut lod = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    for view in &views {
+        lod.select(view);
+        assert!(
+            lod.enabled_squares() >= 16_384,
+            "{} squares: Render() would not run in parallel",
+            lod.enabled_squares()
+        );
+    }
+    let rounds = 4;
+    let (own, workers) = allocations_on_all_threads(|| {
+        for _ in 0..rounds {
+            for view in &views {
+                std::hint::black_box(lod.select(view).triangle_count());
+            }
+        }
+    });
+    let frames = (rounds * views.len()) as u64;
+    assert!(
+        8 * (own + workers) < frames,
+        "{own} allocations on the calling thread and {workers} on the workers in {frames} frames"
+    );
+    // The worker count works: a parallel collect allocates there.
+    let (_, collected) = allocations_on_all_threads(|| {
+        use rayon::prelude::*;
+        let parts: Vec<Vec<u64>> = (0..64u64).into_par_iter().map(|i| vec![i; 100]).collect();
+        std::hint::black_box(parts);
+    });
+    assert!(collected > 0);
 }

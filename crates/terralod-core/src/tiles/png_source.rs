@@ -72,6 +72,18 @@ impl PngFileSource {
         let mut rows =
             PngRows::open(BufReader::with_capacity(1 << 16, file), &options).map_err(load_error)?;
         let (width, height) = rows.size();
+        // Checked before the spool is written, as the raw source would check it after.
+        for (what, value) in [("width", width), ("height", height)] {
+            if value > super::MAX_SIDE {
+                return Err(TileError::OutOfRange {
+                    path: path.to_path_buf(),
+                    what,
+                    value: u64::from(value),
+                    min: 2,
+                    max: u64::from(super::MAX_SIDE),
+                });
+            }
+        }
         if rows.interlaced() {
             return Err(TileError::Source {
                 what: format!(

@@ -252,8 +252,9 @@ fn holes_interlacing_and_damage_are_errors_naming_the_file() {
         PngFileSource::claimed_size(&write(dir.path(), "claiming.png", &png_claiming(70_000, 3)))
             .expect("the header is read");
     assert_eq!(claimed, (70_000, 3));
-    // Wider than the tiled format allows: refused before anything is spooled.
-    let wide = write(dir.path(), "wide.png", &png_claiming(5_000_000, 2));
+    // Wider than the tiled format allows: refused before anything is spooled (by the
+    // side, also where the sample count is beyond any limit too).
+    let wide = write(dir.path(), "wide.png", &png_claiming(5_000_000, 5_000_000));
     let error = spool_error(&wide, &LoadOptions::default());
     assert!(
         error.contains("wide.png") && error.contains("width 5000000"),

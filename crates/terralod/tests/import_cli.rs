@@ -411,12 +411,15 @@ fn a_png_past_max_samples_imports_through_a_spool_as_the_loaded_file() {
     left.sort();
     assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");
 
-    // Over a non-empty output without --force, the import fails after the spool is
-    // written: the spool goes too.
+    // A non-empty output without --force is refused before the PNG is read: a damaged
+    // PNG then fails on the output, not on its damage.
+    let bytes = std::fs::read(&png).expect("readable");
+    let cut = dir.path().join("cut.png");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("writable");
     fails_naming(
         &[
             "import",
-            png_arg,
+            cut.to_str().expect("UTF-8"),
             "--max-samples",
             "1000",
             "--out",
@@ -424,9 +427,60 @@ fn a_png_past_max_samples_imports_through_a_spool_as_the_loaded_file() {
         ],
         "--force",
     );
+    std::fs::remove_file(&cut).expect("removable");
     let mut left = names();
     left.sort();
     assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");
+}
+
+/// `--out .` from inside an empty folder: the spool goes beside the output, not into it
+/// (which would make the output non-empty), and nothing is left but the import.
+#[test]
+fn a_spooled_import_into_the_current_folder_keeps_its_spool_outside() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("field.png");
+    ok(&[
+        "generate",
+        "--size",
+        "65",
+        "--out",
+        png.to_str().expect("UTF-8"),
+    ]);
+    let out = dir.path().join("tiles");
+    std::fs::create_dir(&out).expect("writable");
+    let output = Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args([
+            "import",
+            png.to_str().expect("UTF-8"),
+            "--max-samples",
+            "1000",
+            "--tile-size",
+            "16",
+            "--out",
+            ".",
+        ])
+        .current_dir(&out)
+        .output()
+        .expect("the terralod binary runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.join("terrain.tlod").is_file(), "the header is written");
+    let spools = |folder: &Path| {
+        std::fs::read_dir(folder)
+            .expect("readable")
+            .filter(|e| {
+                e.as_ref()
+                    .expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .contains("spool")
+            })
+            .count()
+    };
+    assert_eq!((spools(dir.path()), spools(&out)), (0, 0));
 }
 
 /// A failed import leaves the output as it found it (a directory it made is removed, an

@@ -143,17 +143,7 @@ pub fn import_source(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<ImportSummary, TileError> {
     let field = source;
-    let tile_cells = options.tile_cells;
-    if !(MIN_TILE_CELLS..=MAX_TILE_CELLS).contains(&tile_cells) || !tile_cells.is_power_of_two() {
-        return Err(TileError::InvalidTileSize { tile_cells });
-    }
-    let block_cells = options.block_cells;
-    if !(MIN_TILE_CELLS..=tile_cells).contains(&block_cells) || !block_cells.is_power_of_two() {
-        return Err(TileError::InvalidBlockSize {
-            block_cells,
-            tile_cells,
-        });
-    }
+    check_import_target(dir, options)?;
     for (what, value) in [("width", field.width()), ("height", field.height())] {
         if value > MAX_SIDE {
             return Err(TileError::OutOfRange {
@@ -173,6 +163,51 @@ pub fn import_source(
         prepared.clean_up(dir);
     }
     result
+}
+
+/// The checks an import makes before it reads its source: the tile and block sizes, and
+/// `dir` (absent, an empty directory, or any directory with `options.force`). Nothing is
+/// written. A caller whose source is costly to make ready (a PNG spooled to disk, a file
+/// loaded whole) checks first, so a wrong `--out` fails at once.
+pub fn check_import_target(dir: &Path, options: &ImportOptions) -> Result<(), TileError> {
+    let tile_cells = options.tile_cells;
+    if !(MIN_TILE_CELLS..=MAX_TILE_CELLS).contains(&tile_cells) || !tile_cells.is_power_of_two() {
+        return Err(TileError::InvalidTileSize { tile_cells });
+    }
+    let block_cells = options.block_cells;
+    if !(MIN_TILE_CELLS..=tile_cells).contains(&block_cells) || !block_cells.is_power_of_two() {
+        return Err(TileError::InvalidBlockSize {
+            block_cells,
+            tile_cells,
+        });
+    }
+    if !dir.exists() {
+        return Ok(());
+    }
+    if !dir.is_dir() {
+        return Err(not_a_directory(dir));
+    }
+    let io = |source| TileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if !options.force && std::fs::read_dir(dir).map_err(io)?.next().is_some() {
+        return Err(TileError::NotEmpty {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// The error of an `--out` that exists and is not a directory.
+fn not_a_directory(dir: &Path) -> TileError {
+    TileError::Io {
+        path: dir.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory (--out names the directory to import into)",
+        ),
+    }
 }
 
 /// Writes every tile, the block index and the header of `field` into the prepared `dir`.
@@ -410,10 +445,7 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Prepared, TileError> {
     };
     let existed = dir.exists();
     if existed && !dir.is_dir() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::NotADirectory,
-            "not a directory (--out names the directory to import into)",
-        )));
+        return Err(not_a_directory(dir));
     }
     std::fs::create_dir_all(dir).map_err(io)?;
     let empty = std::fs::read_dir(dir).map_err(io)?.next().is_none();

@@ -48,7 +48,8 @@ pub use format::{
     TILE_HEADER_LEN, TerrainHeader, level_grids,
 };
 pub use import::{
-    DEFAULT_BLOCK_CELLS, ImportOptions, ImportSource, ImportSummary, import, import_source,
+    DEFAULT_BLOCK_CELLS, ImportOptions, ImportSource, ImportSummary, check_import_target, import,
+    import_source,
 };
 pub use png_source::PngFileSource;
 pub use raw_source::RawFileSource;

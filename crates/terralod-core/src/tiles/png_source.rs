@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// Rows decoded between two progress reports and interruption checks.
+/// Rows decoded between two progress reports.
 const ROWS_PER_REPORT: u32 = 64;
 
 /// A PNG decoded into a spool file and read from there by windows.
@@ -65,25 +65,27 @@ impl PngFileSource {
             })
         };
         let output = Output::begin()?;
-        regular_file(path).map_err(load_error)?;
+        // The tiled format's limit on a side, checked on the header alone (the raw source
+        // would check it only after the spool is written; the loader's own limit is on
+        // the sample count).
+        let (width, height) = PngFileSource::claimed_size(path)?;
+        for (what, value) in [("width", width), ("height", height)] {
+            if value > u64::from(super::MAX_SIDE) {
+                return Err(TileError::OutOfRange {
+                    path: path.to_path_buf(),
+                    what,
+                    value,
+                    min: 2,
+                    max: u64::from(super::MAX_SIDE),
+                });
+            }
+        }
         let file = File::open(path).map_err(|error| load_error(Problem::Io(error)))?;
         let side = u64::from(super::MAX_SIDE);
         let options = options.clone().with_max_samples(side * side);
         let mut rows =
             PngRows::open(BufReader::with_capacity(1 << 16, file), &options).map_err(load_error)?;
         let (width, height) = rows.size();
-        // Checked before the spool is written, as the raw source would check it after.
-        for (what, value) in [("width", width), ("height", height)] {
-            if value > super::MAX_SIDE {
-                return Err(TileError::OutOfRange {
-                    path: path.to_path_buf(),
-                    what,
-                    value: u64::from(value),
-                    min: 2,
-                    max: u64::from(super::MAX_SIDE),
-                });
-            }
-        }
         if rows.interlaced() {
             return Err(TileError::Source {
                 what: format!(
@@ -97,11 +99,14 @@ impl PngFileSource {
             path: at.to_path_buf(),
             source,
         };
+        // Its error names the folder.
         let spool = tempfile::Builder::new()
             .prefix(".terralod-png-spool-")
             .suffix(".raw")
             .tempfile_in(spool_dir)
-            .map_err(|error| spool_error(spool_dir, error))?;
+            .map_err(|error| TileError::Source {
+                what: format!("cannot make a spool file: {error}"),
+            })?;
         let spool_path = spool.path().to_path_buf();
         let mut writer = BufWriter::with_capacity(1 << 20, spool.as_file());
         let mut samples = if rows.gray() {
@@ -112,8 +117,9 @@ impl PngFileSource {
         let mut bytes = Vec::with_capacity(width as usize * 4);
         let mut first_hole = None;
         for row in 0..height {
+            // Every row (up to 16 MB of spool).
+            output.check()?;
             if row % ROWS_PER_REPORT == 0 {
-                output.check()?;
                 progress(u64::from(row), u64::from(height));
             }
             match &mut samples {

@@ -71,6 +71,14 @@ struct Summary<'a> {
 pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
     // The time covers reading the source too (loading it, or spooling a large PNG).
     let start = Instant::now();
+    let defaults = ImportOptions::with_tile_cells(args.tile_size);
+    let options = ImportOptions {
+        block_cells: args.block_size.unwrap_or(defaults.block_cells),
+        force: args.force,
+        ..defaults
+    };
+    // Before the source is read: loading or spooling it may take minutes.
+    tiles::check_import_target(&args.out, &options)?;
     let (source, name): (Box<dyn ImportSource>, String) = match &args.terrain.file {
         Some(path) => {
             if args.generate_size.is_some() || args.seed.is_some() {
@@ -108,21 +116,17 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
             (Box::new(field), name)
         }
     };
-    let defaults = ImportOptions::with_tile_cells(args.tile_size);
-    let options = ImportOptions {
-        block_cells: args.block_size.unwrap_or(defaults.block_cells),
-        force: args.force,
-        ..defaults
-    };
     let bar = progress::bar(0, format!("importing into {}", args.out.display()));
     let summary = tiles::import_source(source.as_ref(), &args.out, &options, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
     bar.finish_and_clear();
+    let samples = u64::from(source.width()) * u64::from(source.height());
+    // Done with the source (a PNG's spool is removed, and its interruption guard ends).
+    drop(source);
     let summary = summary.with_context(|| format!("importing {name}"))?;
     let seconds = start.elapsed().as_secs_f64();
-    let samples = u64::from(source.width()) * u64::from(source.height());
     let header = &summary.header;
     let out_name = args.out.display().to_string();
     let report = Summary {
@@ -227,14 +231,22 @@ fn windowed_source(
     Ok(Some((source, name)))
 }
 
-/// Where a PNG's spool goes: the output's parent, or the nearest existing folder above it
-/// (the system's temporary folder may be memory).
+/// Where a PNG's spool goes: the nearest existing folder above the output, resolved (so
+/// `--out .` or `--out x/..` put it beside the output, not in it); the system's temporary
+/// folder may be memory.
 fn spool_dir(out: &Path) -> PathBuf {
-    out.ancestors()
-        .skip(1)
-        .find(|dir| dir.is_dir())
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    let absolute = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    for dir in absolute.ancestors() {
+        let Ok(real) = dir.canonicalize() else {
+            continue;
+        };
+        if dir == absolute {
+            // The output exists: beside it.
+            return real.parent().map_or(real.clone(), Path::to_path_buf);
+        }
+        return real;
+    }
+    PathBuf::from(".")
 }
 
 /// A raw file read by windows (never loaded whole): its size from `--raw-size` or, for a

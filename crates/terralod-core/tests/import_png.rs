@@ -162,6 +162,54 @@ fn every_packing_imports_as_the_loaded_file() {
         let path = write(dir.path(), name, &bytes);
         assert_same_import(&path, &options, spool.path());
     }
+    // Expanded before conversion: a palette with transparency (no entry drawn is
+    // transparent), 4-bit gray, and 16-bit gray with alpha.
+    let indices = pixels(1, |c, r, _| (rough(c, r) % 16) as u8);
+    let mut palette_png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut palette_png, width, height);
+    encoder.set_color(ColorType::Indexed);
+    encoder.set_depth(BitDepth::Eight);
+    encoder.set_palette((0..16u8).flat_map(|i| [i * 15; 3]).collect::<Vec<u8>>());
+    encoder.set_trns((0..16).map(|_| 255u8).collect::<Vec<u8>>());
+    let mut writer = encoder.write_header().expect("png header");
+    writer.write_image_data(&indices).expect("png data");
+    writer.finish().expect("png finish");
+    let nibbles: Vec<u8> = (0..height)
+        .flat_map(|r| {
+            (0..width.div_ceil(2)).map(move |pair| {
+                let hi = (rough(2 * pair, r) % 16) as u8;
+                let lo = (rough(2 * pair + 1, r) % 16) as u8;
+                hi << 4 | if 2 * pair + 1 < width { lo } else { 0 }
+            })
+        })
+        .collect();
+    let gray_alpha16: Vec<u16> = wide.iter().flat_map(|&v| [v, 65_535]).collect();
+    for (name, bytes) in [
+        ("palette.png", palette_png),
+        (
+            "gray4.png",
+            png_bytes(
+                width,
+                height,
+                ColorType::Grayscale,
+                BitDepth::Four,
+                &nibbles,
+            ),
+        ),
+        (
+            "gray-alpha16.png",
+            png_bytes(
+                width,
+                height,
+                ColorType::GrayscaleAlpha,
+                BitDepth::Sixteen,
+                &be_bytes(&gray_alpha16),
+            ),
+        ),
+    ] {
+        let path = write(dir.path(), name, &bytes);
+        assert_same_import(&path, &LoadOptions::default(), spool.path());
+    }
 }
 
 #[test]

@@ -428,6 +428,14 @@ fn a_png_past_max_samples_imports_through_a_spool_as_the_loaded_file() {
         "--force",
     );
     std::fs::remove_file(&cut).expect("removable");
+    // Raw-file flags do not apply to a PNG, spooled or not.
+    for flag in [["--raw-size", "129x129"], ["--byte-order", "big"]] {
+        let out = dir.path().join("never");
+        let mut args = vec!["import", png_arg, "--max-samples", "1000"];
+        args.extend(flag);
+        args.extend(["--out", out.to_str().expect("UTF-8")]);
+        fails_naming(&args, flag[0]);
+    }
     let mut left = names();
     left.sort();
     assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");

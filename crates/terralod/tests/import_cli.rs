@@ -46,6 +46,21 @@ fn import_file(file: &str, out: &Path, flags: &[&str]) -> serde_json::Value {
     last_json(&ok(&args))
 }
 
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("readable")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// Whether two directories hold the same files, byte for byte.
 fn assert_same_directories(expected: &Path, actual: &Path) {
     let (expected, actual) = (
@@ -396,20 +411,11 @@ fn a_png_past_max_samples_imports_through_a_spool_as_the_loaded_file() {
         (129.into(), 129.into())
     );
     assert_same_directories(&whole, &spooled);
-    let names = || -> Vec<String> {
-        std::fs::read_dir(dir.path())
-            .expect("readable")
-            .map(|e| {
-                e.expect("an entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect()
-    };
-    let mut left = names();
-    left.sort();
-    assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");
+    assert_eq!(
+        names_in(dir.path()),
+        ["field.png", "spooled", "whole"],
+        "no spool is left"
+    );
 
     // A non-empty output without --force is refused before the PNG is read: a damaged
     // PNG then fails on the output, not on its damage.
@@ -436,9 +442,11 @@ fn a_png_past_max_samples_imports_through_a_spool_as_the_loaded_file() {
         args.extend(["--out", out.to_str().expect("UTF-8")]);
         fails_naming(&args, flag[0]);
     }
-    let mut left = names();
-    left.sort();
-    assert_eq!(left, ["field.png", "spooled", "whole"], "no spool is left");
+    assert_eq!(
+        names_in(dir.path()),
+        ["field.png", "spooled", "whole"],
+        "no spool is left"
+    );
 }
 
 /// `--out .` from inside an empty folder: the spool goes beside the output, not into it
@@ -477,15 +485,9 @@ fn a_spooled_import_into_the_current_folder_keeps_its_spool_outside() {
     );
     assert!(out.join("terrain.tlod").is_file(), "the header is written");
     let spools = |folder: &Path| {
-        std::fs::read_dir(folder)
-            .expect("readable")
-            .filter(|e| {
-                e.as_ref()
-                    .expect("an entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .contains("spool")
-            })
+        names_in(folder)
+            .iter()
+            .filter(|name| name.contains("spool"))
             .count()
     };
     assert_eq!((spools(dir.path()), spools(&out)), (0, 0));

@@ -17,8 +17,8 @@ use std::io::{BufRead, Seek};
 /// Memory the decoder may use beyond its output (text chunks, ICC profiles, row buffers).
 const DECODER_MEMORY: usize = 64 << 20;
 
-/// The size a PNG claims in its header, nothing else checked or decoded.
-pub(crate) fn claimed_size<R: BufRead + Seek>(reader: R) -> Result<(u64, u64), Problem> {
+/// A decoder of `reader` within [`DECODER_MEMORY`], its header read (nothing decoded).
+fn header_read<R: BufRead + Seek>(reader: R) -> Result<(Decoder<R>, (u64, u64)), Problem> {
     let mut decoder = Decoder::new_with_limits(
         reader,
         Limits {
@@ -26,7 +26,13 @@ pub(crate) fn claimed_size<R: BufRead + Seek>(reader: R) -> Result<(u64, u64), P
         },
     );
     let info = decoder.read_header_info().map_err(png_problem)?;
-    Ok((u64::from(info.width), u64::from(info.height)))
+    let size = (u64::from(info.width), u64::from(info.height));
+    Ok((decoder, size))
+}
+
+/// The size a PNG claims in its header, nothing else checked or decoded.
+pub(crate) fn claimed_size<R: BufRead + Seek>(reader: R) -> Result<(u64, u64), Problem> {
+    Ok(header_read(reader)?.1)
 }
 
 pub(super) fn decode<R: BufRead + Seek>(
@@ -97,17 +103,10 @@ pub(crate) struct PngRows<R: BufRead + Seek> {
 
 impl<R: BufRead + Seek> PngRows<R> {
     pub(crate) fn open(reader: R, options: &LoadOptions) -> Result<Self, Problem> {
-        let mut decoder = Decoder::new_with_limits(
-            reader,
-            Limits {
-                bytes: DECODER_MEMORY,
-            },
-        );
         // The header alone is parsed here: the claimed size is checked before any image
         // buffer.
-        let info = decoder.read_header_info().map_err(png_problem)?;
-        let (width, height) =
-            check_claimed_size(u64::from(info.width), u64::from(info.height), options)?;
+        let (mut decoder, (width, height)) = header_read(reader)?;
+        let (width, height) = check_claimed_size(width, height, options)?;
         let row_bytes = (width as usize).saturating_mul(8);
         decoder.set_limits(Limits {
             bytes: DECODER_MEMORY.saturating_add(row_bytes.saturating_mul(4)),
@@ -218,6 +217,27 @@ impl<R: BufRead + Seek> PngRows<R> {
 pub(crate) enum PngSamples {
     Gray(Vec<u16>),
     Colour(Vec<f32>),
+}
+
+impl PngSamples {
+    pub(crate) fn clear(&mut self) {
+        match self {
+            PngSamples::Gray(values) => values.clear(),
+            PngSamples::Colour(values) => values.clear(),
+        }
+    }
+
+    /// Appends the samples' little-endian bytes to `out`.
+    pub(crate) fn extend_le_bytes(&self, out: &mut Vec<u8>) {
+        match self {
+            PngSamples::Gray(values) => values
+                .iter()
+                .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+            PngSamples::Colour(values) => values
+                .iter()
+                .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

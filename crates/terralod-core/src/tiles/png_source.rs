@@ -12,10 +12,10 @@ use super::{ImportSource, SampleType, TileError};
 use crate::heightfield::{Samples, WorldMapping};
 use crate::io::interrupt::Output;
 use crate::io::png::{PngRows, PngSamples, claimed_size};
-use crate::io::{ByteOrder, LoadError, LoadOptions, Problem, SourceInfo, regular_file};
+use crate::io::{ByteOrder, LoadError, LoadOptions, Problem, regular_file};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Rows decoded between two progress reports.
 const ROWS_PER_REPORT: u32 = 64;
@@ -23,9 +23,7 @@ const ROWS_PER_REPORT: u32 = 64;
 /// A PNG decoded into a spool file and read from there by windows.
 #[derive(Debug)]
 pub struct PngFileSource {
-    path: PathBuf,
-    info: SourceInfo,
-    mapping: WorldMapping,
+    /// The spool, with the mapping.
     raw: RawFileSource,
     /// Removed when the source is dropped.
     _spool: tempfile::TempPath,
@@ -95,10 +93,6 @@ impl PngFileSource {
                 ),
             });
         }
-        let spool_error = |at: &Path, source| TileError::Io {
-            path: at.to_path_buf(),
-            source,
-        };
         // Its error names the folder.
         let spool = tempfile::Builder::new()
             .prefix(".terralod-png-spool-")
@@ -108,8 +102,13 @@ impl PngFileSource {
                 what: format!("cannot make a spool file: {error}"),
             })?;
         let spool_path = spool.path().to_path_buf();
+        let spool_error = |source| TileError::Io {
+            path: spool_path.clone(),
+            source,
+        };
+        let gray = rows.gray();
         let mut writer = BufWriter::with_capacity(1 << 20, spool.as_file());
-        let mut samples = if rows.gray() {
+        let mut samples = if gray {
             PngSamples::Gray(Vec::with_capacity(width as usize))
         } else {
             PngSamples::Colour(Vec::with_capacity(width as usize))
@@ -122,10 +121,7 @@ impl PngFileSource {
             if row % ROWS_PER_REPORT == 0 {
                 progress(u64::from(row), u64::from(height));
             }
-            match &mut samples {
-                PngSamples::Gray(values) => values.clear(),
-                PngSamples::Colour(values) => values.clear(),
-            }
+            samples.clear();
             rows.read_row(row, &mut samples, &mut |col, row| {
                 first_hole.get_or_insert((col, row));
             })
@@ -141,63 +137,41 @@ impl PngFileSource {
                 });
             }
             bytes.clear();
-            match &samples {
-                PngSamples::Gray(values) => values
-                    .iter()
-                    .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes())),
-                PngSamples::Colour(values) => values
-                    .iter()
-                    .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes())),
-            }
-            writer
-                .write_all(&bytes)
-                .map_err(|error| spool_error(&spool_path, error))?;
+            samples.extend_le_bytes(&mut bytes);
+            writer.write_all(&bytes).map_err(spool_error)?;
         }
-        let info = rows.finish().map_err(load_error)?;
+        // On to IEND: a file cut after its last row is an error.
+        rows.finish().map_err(load_error)?;
         writer
             .into_inner()
-            .map_err(|error| spool_error(&spool_path, error.into_error()))?;
+            .map_err(|error| spool_error(error.into_error()))?;
         progress(u64::from(height), u64::from(height));
         let spool = spool.into_temp_path();
-        let sample_type = if info.sample_type == "rgb8" {
-            SampleType::F32
-        } else {
+        let sample_type = if gray {
             SampleType::U16
+        } else {
+            SampleType::F32
         };
-        let mapping = WorldMapping::default();
+        // The loader's mapping: a PNG carries none.
         let raw = RawFileSource::open(
             &spool,
             (width, height),
             sample_type,
             ByteOrder::Little,
-            mapping,
+            WorldMapping::default(),
         )?;
         Ok(PngFileSource {
-            path: path.to_path_buf(),
-            info,
-            mapping,
             raw,
             _spool: spool,
             _output: output,
         })
     }
 
-    /// What the file says about itself (its sample type, packing, compression).
-    pub fn info(&self) -> &SourceInfo {
-        &self.info
-    }
-
     /// Replaces the mapping (a PNG carries none: the loader's is cell size 1, heights as
     /// stored), refusing one whose grid does not fit in `f32`.
     pub fn with_mapping(mut self, mapping: WorldMapping) -> Result<PngFileSource, TileError> {
-        mapping.check_grid(self.raw.width(), self.raw.height(), None)?;
-        self.mapping = mapping;
+        self.raw = self.raw.with_mapping(mapping)?;
         Ok(self)
-    }
-
-    /// The PNG this source was decoded from.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 
@@ -215,7 +189,7 @@ impl ImportSource for PngFileSource {
     }
 
     fn mapping(&self) -> WorldMapping {
-        self.mapping
+        self.raw.mapping()
     }
 
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {

@@ -85,6 +85,15 @@ impl RawFileSource {
     }
 }
 
+impl RawFileSource {
+    /// Replaces the mapping, refusing one whose grid does not fit in `f32`.
+    pub fn with_mapping(mut self, mapping: WorldMapping) -> Result<RawFileSource, TileError> {
+        mapping.check_grid(self.width, self.height, None)?;
+        self.mapping = mapping;
+        Ok(self)
+    }
+}
+
 impl ImportSource for RawFileSource {
     fn width(&self) -> u32 {
         self.width

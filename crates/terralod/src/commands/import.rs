@@ -236,17 +236,17 @@ fn windowed_source(
 /// folder may be memory.
 fn spool_dir(out: &Path) -> PathBuf {
     let absolute = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
-    for dir in absolute.ancestors() {
-        let Ok(real) = dir.canonicalize() else {
-            continue;
-        };
-        if dir == absolute {
-            // The output exists: beside it.
-            return real.parent().map_or(real.clone(), Path::to_path_buf);
-        }
-        return real;
+    let nearest = absolute
+        .ancestors()
+        .find_map(|dir| Some((dir, dir.canonicalize().ok()?)));
+    match nearest {
+        // The output exists: beside it.
+        Some((dir, real)) if dir == absolute => real
+            .parent()
+            .map_or_else(|| real.clone(), Path::to_path_buf),
+        Some((_, real)) => real,
+        None => PathBuf::from("."),
     }
-    PathBuf::from(".")
 }
 
 /// A raw file read by windows (never loaded whole): its size from `--raw-size` or, for a

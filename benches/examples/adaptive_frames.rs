@@ -58,10 +58,11 @@ fn main() {
         None => AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options),
     };
     println!(
-        "build tolerance {tolerance} m, detail {kind:?}: {} squares ({} pool slots) built in \
-         {:.0} ms, {} static + {} state bytes = {:.2} bytes per square",
+        "build tolerance {tolerance} m, detail {kind:?}: {} squares ({} pool slots, {} pages) built \
+         in {:.0} ms, {} static + {} state bytes = {:.2} bytes per square",
         lod.squares(),
         lod.pool_slots(),
+        lod.pages(),
         built.elapsed().as_secs_f64() * 1e3,
         lod.static_bytes(),
         lod.state_bytes(),

@@ -165,6 +165,11 @@ pub struct AdaptiveOptions {
     /// it does not pop from the coarse fans drawn across the frustum's edge to fine ones.
     /// Default [`AdaptiveOptions::DEFAULT_GUARD_ANGLE`]; 0 switches it off.
     pub guard_angle: f32,
+    /// Cells a side of the squares whose subtrees are *pages* (A8): each page lies in
+    /// its own run of the pool, found through a table, so that it can be moved, dropped
+    /// and read back on its own. 0, or a size no level has: one pool without pages.
+    /// Default [`AdaptiveOptions::DEFAULT_PAGE_CELLS`]. No mesh depends on it.
+    pub page_cells: u32,
 }
 
 impl Default for AdaptiveOptions {
@@ -180,7 +185,12 @@ impl AdaptiveOptions {
         morph: true,
         build_tolerance: 0.0,
         guard_angle: AdaptiveOptions::DEFAULT_GUARD_ANGLE,
+        page_cells: AdaptiveOptions::DEFAULT_PAGE_CELLS,
     };
+
+    /// The default page: the subtree of a 256-cell square, the tile of `terralod import`'s
+    /// default tile size.
+    pub const DEFAULT_PAGE_CELLS: u32 = 256;
 
     /// The default guard band in degrees: 5°, the turn of a brisk mouse look or an
     /// orbit at 60 frames a second.
@@ -207,6 +217,12 @@ impl AdaptiveOptions {
         } else {
             0.0
         };
+        self
+    }
+
+    /// Sets the size of the page roots' squares in cells (0: no pages).
+    pub fn with_page_cells(mut self, cells: u32) -> Self {
+        self.page_cells = cells;
         self
     }
 
@@ -553,7 +569,12 @@ impl<'a> AdaptiveLod<'a> {
         options: LodOptions,
         adaptive: AdaptiveOptions,
     ) -> AdaptiveLod<'a> {
-        let tree = tree::build_from_field(field, pyramid, adaptive.build_tolerance);
+        let tree = tree::build_from_field(
+            field,
+            pyramid,
+            adaptive.build_tolerance,
+            adaptive.page_cells,
+        );
         Self::from_tree(tree, options, adaptive, None)
     }
 
@@ -571,7 +592,12 @@ impl<'a> AdaptiveLod<'a> {
             return Err(DetailError::Terrain);
         }
         let source = detail::DetailSource::new(field, pyramid, *detail, budget)?;
-        let tree = tree::build(&source, adaptive.build_tolerance, budget)?;
+        let tree = tree::build(
+            &source,
+            adaptive.build_tolerance,
+            adaptive.page_cells,
+            budget,
+        )?;
         // The per-frame state: a word and a deadline per pool slot.
         let mut state = budget.vec::<u32>(tree.slots())?;
         let mut deadline = budget.vec::<Deadline>(tree.slots())?;
@@ -702,7 +728,13 @@ impl<'a> AdaptiveLod<'a> {
         self.tree.squares()
     }
 
-    /// Number of pool slots (the squares and the slots of children beyond the data).
+    /// Number of pages (A8; see [`AdaptiveOptions::page_cells`]).
+    pub fn pages(&self) -> usize {
+        self.tree.pages().len()
+    }
+
+    /// Number of pool slots (the squares, the slots of children beyond the data and the
+    /// empty blocks that start the top's levels and the pages on a rank word).
     pub fn pool_slots(&self) -> usize {
         self.tree.slots()
     }

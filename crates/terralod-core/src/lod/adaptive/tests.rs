@@ -152,6 +152,60 @@ fn incremental_updates_equal_fresh_selections() {
     }
 }
 
+/// A8's pages: a pool split into a top and pages (each a page root's subtree in its own
+/// run of slots from a fresh rank word, found through the page table) holds the same
+/// squares and selects exactly what the pool without pages does, state carried along a
+/// walk, for every page size.
+#[test]
+fn paged_pools_select_what_the_unpaged_pool_does() {
+    for (width, height, seed, tolerance) in [
+        (65, 65, 1, 0.0),
+        (97, 41, 5, 0.0),
+        (40, 23, 2, 60.0),
+        (129, 129, 3, 0.0),
+    ] {
+        let field = stepped_field(width, height, seed);
+        let pyramid = Pyramid::build(&field);
+        let views = walk(&field, 24);
+        let build = |cells| {
+            let options = AdaptiveOptions::default()
+                .with_build_tolerance(tolerance)
+                .with_page_cells(cells);
+            AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options)
+        };
+        let mut unpaged = build(0);
+        assert!(unpaged.tree.pages().is_empty());
+        let expected = selections(&mut unpaged, &views);
+        let root = unpaged.tree.levels[0].size;
+        for cells in (1..).map(|k| 1 << k).take_while(|&c| c <= root) {
+            let mut paged = build(cells);
+            let tree = &paged.tree;
+            let case = format!("{width} x {height}, T {tolerance}, pages of {cells} cells");
+            assert_eq!(tree.squares(), unpaged.squares(), "{case}");
+            // Every page starts a rank word and holds its root's children first; every
+            // block's parent is the square whose children it is.
+            let parents: Vec<Sq> = all_squares(&paged)
+                .into_iter()
+                .filter(|sq| tree.has_children(sq.id))
+                .collect();
+            for sq in &parents {
+                assert_eq!(tree.parent(tree.first_child(sq.id)), sq.id, "{case}");
+            }
+            let roots: Vec<u32> = parents
+                .iter()
+                .filter(|sq| tree.levels[sq.level as usize].size == cells)
+                .map(|root| tree.first_child(root.id))
+                .collect();
+            assert_eq!(tree.pages(), roots, "{case}");
+            assert!(roots.iter().all(|first| first % 64 == 0), "{case}");
+            // Squares of 2 cells are the finest and have no children.
+            assert_eq!(roots.is_empty(), cells == 2, "{case}");
+            assert_eq!(selections(&mut paged, &views), expected, "{case}");
+            check_invariants(&paged);
+        }
+    }
+}
+
 /// Rough patches on flat and tilted ground (16-bit), so the sparse tree has leaves at
 /// every level.
 fn stepped_field(width: u32, height: u32, seed: u64) -> Heightfield {
@@ -193,7 +247,7 @@ fn the_lossless_sparse_tree_selects_what_the_full_tree_does() {
         let field = stepped_field(width, height, seed);
         let pyramid = Pyramid::build(&field);
         let views = walk(&field, 24);
-        let full_tree = tree::build_from_field(&field, &pyramid, -1.0);
+        let full_tree = tree::build_from_field(&field, &pyramid, -1.0, 0);
         let nodes: usize = (0..pyramid.levels())
             .map(|l| {
                 let (nx, nz) = pyramid.nodes(l);
@@ -234,7 +288,7 @@ fn sparse_trees_shrink_with_the_build_tolerance() {
         .collect();
     let field = Heightfield::new(side as u32, side as u32, Samples::U16(raw)).expect("valid");
     let pyramid = Pyramid::build(&field);
-    let full = tree::build_from_field(&field, &pyramid, -1.0).squares();
+    let full = tree::build_from_field(&field, &pyramid, -1.0, 0).squares();
     let mut last = usize::MAX;
     let mut sizes = Vec::new();
     for tolerance in [0.0, 10.0, 50.0, 100.0, 200.0, 400.0, 1e5] {

@@ -9,10 +9,24 @@
 //! slots (quadrant `k`: bit 0 east half, bit 1 south half). Blocks are laid out level by
 //! level in the order of their parents, so the children of the `j`-th square that has
 //! children are block `j + 1`: a rank over one bit per square (has children) finds them,
-//! and a block stores its parent's index. A child slot that does not intersect the data
+//! and a block stores its parent's index (with pages, the same within each part, below). A child slot that does not intersect the data
 //! (the padding of algorithm Q) holds [`SquareRecord::OUTSIDE`]. Squares carry no position:
 //! every walk knows `(level, ix, iz)` from the way it came ([`Sq`]), and neighbours are
 //! found through the parents (the article's `GetNeighbor`), or carried down the recursion.
+//!
+//! # Pages (A8)
+//!
+//! With a page size ([`AdaptiveOptions::page_cells`](super::AdaptiveOptions)), the squares
+//! of that size that have children are *page roots*, and the pool is laid out in two
+//! parts: the *top* (the levels down to the page roots', breadth first, each level from a
+//! fresh 64-slot rank word), then one *page* per root: the root's subtree, breadth first,
+//! from a fresh rank word. A rank word so holds slots of one top level or of one page, and
+//! stores where the children of its first square with children start (`base`), the
+//! others following four by four; a word of page roots points into the page table
+//! instead, one entry per root. So a page is one run of slots that refers to nothing
+//! outside it but its root: it can be moved by rewriting its words' bases, its blocks'
+//! parents and its table entry, the step towards pages dropped and read back from disk
+//! (docs/ADAPTIVE_PAGING.md). Aligning costs under 64 slots a page and a top level.
 //!
 //! # What the tree keeps (the build)
 //!
@@ -179,12 +193,18 @@ impl LevelShape {
     }
 }
 
-/// One bit per slot (the square has children) and the count before the word.
+/// One bit per slot (the square has children) and where the children of the word's
+/// squares are: the children of its `k`-th square with children start at `base + 4k`,
+/// or, in a word of page roots (`base ≥ PAGE_ROOTS`), at the page table's entry
+/// `base − PAGE_ROOTS + k`.
 #[derive(Clone, Copy, Debug, Default)]
 struct RankWord {
     bits: u64,
-    before: u32,
+    base: u32,
 }
+
+/// Marks the base of a word of page roots; pools are smaller than this many slots.
+const PAGE_ROOTS: u32 = 1 << 31;
 
 /// An edge vertex on the grid's north or west border (owned by the square it bounds).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -219,6 +239,8 @@ pub(super) struct SquareTree {
     /// Per block of four slots, the parent's slot (the root block: [`OUTSIDE`]).
     parents: Vec<u32>,
     rank: Vec<RankWord>,
+    /// Per page root, in slot order, the first slot of its page (see "The pool").
+    pages: Vec<u32>,
     pub levels: Vec<LevelShape>,
     /// Codes of the vertex heights (when [`VertexHeights::Codes`]).
     pub heights: HeightCodes,
@@ -273,8 +295,12 @@ impl SquareTree {
     #[inline(always)]
     pub fn first_child(&self, id: u32) -> u32 {
         let word = self.rank[(id >> 6) as usize];
-        let below = word.bits & ((1u64 << (id & 63)) - 1);
-        4 * (1 + word.before + below.count_ones())
+        let below = (word.bits & ((1u64 << (id & 63)) - 1)).count_ones();
+        if word.base < PAGE_ROOTS {
+            word.base + 4 * below
+        } else {
+            self.pages[(word.base - PAGE_ROOTS + below) as usize]
+        }
     }
 
     /// The parent slot of a square other than the root.
@@ -434,6 +460,11 @@ impl SquareTree {
         self.squares
     }
 
+    /// Per page root, in slot order, the first slot of its page.
+    pub fn pages(&self) -> &[u32] {
+        &self.pages
+    }
+
     /// Number of pool slots (squares plus the slots of children beyond the data).
     pub fn slots(&self) -> usize {
         self.records.len()
@@ -456,6 +487,7 @@ impl SquareTree {
             + heights
             + self.parents.len() * size_of::<u32>()
             + self.rank.len() * size_of::<RankWord>()
+            + self.pages.len() * size_of::<u32>()
             + border
     }
 }
@@ -709,6 +741,7 @@ const OUT_SLOT: Slot = Slot {
 pub(super) fn build(
     source: &impl Source,
     tolerance: f32,
+    page_cells: u32,
     budget: Budget,
 ) -> Result<SquareTree, DetailError> {
     let shapes = source.shapes();
@@ -808,57 +841,12 @@ pub(super) fn build(
         }
     }
 
-    // The pool, level by level: each square with children appends its block.
-    let mut slots = budget.vec(4)?;
-    slots.extend([
-        Slot {
-            level: 0,
-            ix: 0,
-            iz: 0,
-        },
-        OUT_SLOT,
-        OUT_SLOT,
-        OUT_SLOT,
-    ]);
-    let mut parents = vec![OUTSIDE];
-    let mut next = 0;
-    while next < slots.len() {
-        let s = slots[next];
-        if s.level != u32::MAX && marks.get(s.level as usize, s.ix, s.iz) {
-            budget.reserve(&mut slots, 4)?;
-            budget.reserve(&mut parents, 1)?;
-            parents.push(next as u32);
-            let child = shapes[s.level as usize + 1];
-            for k in 0..4 {
-                let (cx, cz) = (2 * s.ix + (k & 1), 2 * s.iz + (k >> 1));
-                slots.push(if child.present(cx, cz) {
-                    Slot {
-                        level: s.level + 1,
-                        ix: cx,
-                        iz: cz,
-                    }
-                } else {
-                    OUT_SLOT
-                });
-            }
-        }
-        next += 1;
-    }
-    let mut rank = budget.vec(slots.len().div_ceil(64))?;
-    rank.resize(slots.len().div_ceil(64), RankWord::default());
-    let mut before = 0;
-    for (w, word) in rank.iter_mut().enumerate() {
-        word.before = before;
-        for (b, s) in slots[w * 64..((w + 1) * 64).min(slots.len())]
-            .iter()
-            .enumerate()
-        {
-            if s.level != u32::MAX && marks.get(s.level as usize, s.ix, s.iz) {
-                word.bits |= 1 << b;
-            }
-        }
-        before += word.bits.count_ones();
-    }
+    let Layout {
+        slots,
+        parents,
+        rank,
+        pages,
+    } = lay_out(&marks, &shapes, page_level(&shapes, page_cells), budget)?;
 
     // Drawn vertex errors: the stored height against the mean of the stored ends; 0 for
     // a vertex that can never be drawn. `drawable` says which, `None` for a vertex drawn
@@ -937,6 +925,7 @@ pub(super) fn build(
         vertex_heights,
         parents,
         rank,
+        pages,
         levels: shapes.clone(),
         heights: codes,
         boxes,
@@ -1013,6 +1002,163 @@ pub(super) fn build(
     Ok(tree)
 }
 
+/// The level whose squares are `page_cells` cells a side: the page roots' level.
+fn page_level(shapes: &[LevelShape], page_cells: u32) -> Option<usize> {
+    shapes.iter().position(|s| s.size == page_cells)
+}
+
+/// Where the squares go in the pool (see "The pool" in the module docs).
+struct Layout {
+    slots: Vec<Slot>,
+    /// Per block of four slots, the parent's slot.
+    parents: Vec<u32>,
+    rank: Vec<RankWord>,
+    /// Per page root, in slot order, the first slot of its page.
+    pages: Vec<u32>,
+}
+
+/// Slots per rank word: where the top's levels and the pages start.
+const WORD: usize = 64;
+
+/// Lays out the pool: breadth first, each square with children appending its block;
+/// with a page level, the top (the levels down to it) first, each of its levels from a
+/// fresh rank word, then each page (a page root's subtree, breadth first) from a fresh
+/// rank word, so no word mixes levels of the top, pages, or page roots with others.
+fn lay_out(
+    marks: &Marks,
+    shapes: &[LevelShape],
+    page_level: Option<usize>,
+    budget: Budget,
+) -> Result<Layout, DetailError> {
+    let has_children = |s: Slot| s.level != u32::MAX && marks.get(s.level as usize, s.ix, s.iz);
+    let mut slots = budget.vec(4)?;
+    slots.extend([
+        Slot {
+            level: 0,
+            ix: 0,
+            iz: 0,
+        },
+        OUT_SLOT,
+        OUT_SLOT,
+        OUT_SLOT,
+    ]);
+    let mut parents = budget.vec(1)?;
+    parents.push(OUTSIDE);
+    // Per rank word, the block of its first square with children (none: `u32::MAX`).
+    let mut bases: Vec<u32> = Vec::new();
+    let mut block = |slots: &mut Vec<Slot>, parents: &mut Vec<u32>, parent: usize| {
+        budget.reserve(slots, 4)?;
+        budget.reserve(parents, 1)?;
+        if slots.len() + 4 >= PAGE_ROOTS as usize {
+            return Err(DetailError::TooLarge {
+                bytes: (slots.len() as u64 + 4) * size_of::<SquareRecord>() as u64,
+            });
+        }
+        let word = parent / WORD;
+        if bases.len() <= word {
+            bases.resize(word + 1, u32::MAX);
+        }
+        if bases[word] == u32::MAX {
+            bases[word] = slots.len() as u32;
+        }
+        parents.push(parent as u32);
+        let s: Slot = slots[parent];
+        let child = shapes[s.level as usize + 1];
+        for k in 0..4 {
+            let (cx, cz) = (2 * s.ix + (k & 1), 2 * s.iz + (k >> 1));
+            slots.push(if child.present(cx, cz) {
+                Slot {
+                    level: s.level + 1,
+                    ix: cx,
+                    iz: cz,
+                }
+            } else {
+                OUT_SLOT
+            });
+        }
+        Ok(())
+    };
+    // Fills with empty blocks up to the next rank word.
+    let align = |slots: &mut Vec<Slot>, parents: &mut Vec<u32>| {
+        while !slots.len().is_multiple_of(WORD) {
+            slots.extend([OUT_SLOT; 4]);
+            parents.push(OUTSIDE);
+        }
+    };
+
+    // The top, breadth first; its page roots' blocks wait for their pages.
+    let mut roots = Vec::new();
+    let mut roots_start = if page_level == Some(0) { 0 } else { usize::MAX };
+    // The level of the squares in the last block appended (the root's block: 0).
+    let mut appended = 0;
+    let mut next = 0;
+    while next < slots.len() {
+        let s = slots[next];
+        if has_children(s) {
+            if page_level == Some(s.level as usize) {
+                roots.push(next);
+            } else {
+                if page_level.is_some() && s.level + 1 != appended {
+                    align(&mut slots, &mut parents);
+                    appended = s.level + 1;
+                    if page_level == Some(appended as usize) {
+                        roots_start = slots.len();
+                    }
+                }
+                block(&mut slots, &mut parents, next)?;
+            }
+        }
+        next += 1;
+    }
+    let top = slots.len();
+    let mut pages = Vec::with_capacity(roots.len());
+    for root in roots {
+        align(&mut slots, &mut parents);
+        pages.push(slots.len() as u32);
+        let mut next = slots.len();
+        block(&mut slots, &mut parents, root)?;
+        while next < slots.len() {
+            if has_children(slots[next]) {
+                block(&mut slots, &mut parents, next)?;
+            }
+            next += 1;
+        }
+    }
+
+    let words = slots.len().div_ceil(WORD);
+    let mut rank = budget.vec(words)?;
+    let mut roots_before = 0;
+    for w in 0..words {
+        let mut bits = 0u64;
+        for (b, &s) in slots[w * WORD..((w + 1) * WORD).min(slots.len())]
+            .iter()
+            .enumerate()
+        {
+            if has_children(s) {
+                bits |= 1 << b;
+            }
+        }
+        let base = if (roots_start..top).contains(&(w * WORD)) {
+            let base = PAGE_ROOTS + roots_before;
+            roots_before += bits.count_ones();
+            base
+        } else {
+            bases
+                .get(w)
+                .copied()
+                .filter(|&b| b != u32::MAX)
+                .unwrap_or(0)
+        };
+        rank.push(RankWord { bits, base });
+    }
+    Ok(Layout {
+        slots,
+        parents,
+        rank,
+        pages,
+    })
+}
+
 impl SquareTree {
     /// Interpolation error of the edge vertex on `side` of `sq` as drawn (0 if it cannot be
     /// drawn); `neighbour` is the square on that side when the caller knows it.
@@ -1059,12 +1205,14 @@ pub(super) fn build_from_field(
     field: &Heightfield,
     pyramid: &Pyramid,
     tolerance: f32,
+    page_cells: u32,
 ) -> SquareTree {
     // Sized like the heightfield, already in memory: failing that is an allocation
     // failure as any other.
     build(
         &FieldSource::new(field, pyramid),
         tolerance,
+        page_cells,
         Budget::UNLIMITED,
     )
     .unwrap_or_else(|e| {

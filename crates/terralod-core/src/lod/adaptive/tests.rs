@@ -196,12 +196,63 @@ fn paged_pools_select_what_the_unpaged_pool_does() {
                 .filter(|sq| tree.levels[sq.level as usize].size == cells)
                 .map(|root| tree.first_child(root.id))
                 .collect();
-            assert_eq!(tree.pages(), roots, "{case}");
+            let firsts: Vec<u32> = tree.pages().iter().map(|p| p.first).collect();
+            assert_eq!(firsts, roots, "{case}");
             assert!(roots.iter().all(|first| first % 64 == 0), "{case}");
             // Squares of 2 cells are the finest and have no children.
             assert_eq!(roots.is_empty(), cells == 2, "{case}");
             assert_eq!(selections(&mut paged, &views), expected, "{case}");
             check_invariants(&paged);
+        }
+    }
+}
+
+/// A page refers to nothing outside its run but its root: moved elsewhere in the pool
+/// (every page, in reverse order, past the old end; then packed back in reverse order),
+/// with the runs it left scribbled over, the tree selects exactly what it did.
+#[test]
+fn moved_pages_select_what_they_did_in_place() {
+    for (width, height, seed, cells) in [(129, 129, 3, 4), (97, 41, 5, 16), (129, 129, 6, 64)] {
+        let field = stepped_field(width, height, seed);
+        let pyramid = Pyramid::build(&field);
+        let views = walk(&field, 24);
+        let options = AdaptiveOptions::default().with_page_cells(cells);
+        let mut in_place =
+            AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let expected = selections(&mut in_place, &views);
+        let mut tree = in_place.tree.clone();
+        let pages = tree.pages().to_vec();
+        assert!(pages.len() > 1, "{width} x {height}");
+        let start = pages[0].first;
+        let total: u32 = pages.iter().map(|p| p.slots).sum();
+        assert_eq!(start + total, tree.slots() as u32);
+        // Fills a run with squares that would draw garbage if anything read them.
+        let scribble = |tree: &mut tree::SquareTree, from: u32, len: u32| {
+            let junk = tree.records[1];
+            for id in from..from + len {
+                tree.records[id as usize] = junk;
+            }
+            tree.scribble_walk_data(from, len);
+        };
+        let moves: [&dyn Fn(usize) -> u32; 2] = [
+            &|j| start + total + pages[j + 1..].iter().map(|p| p.slots).sum::<u32>(),
+            &|j| start + pages[j + 1..].iter().map(|p| p.slots).sum::<u32>(),
+        ];
+        tree.grow(total as usize);
+        for (round, to) in moves.iter().enumerate() {
+            for j in 0..pages.len() {
+                tree.move_page(j, to(j));
+            }
+            let vacated = if round == 0 { start } else { start + total };
+            scribble(&mut tree, vacated, total);
+            let mut moved =
+                AdaptiveLod::from_tree(tree.clone(), LodOptions::default(), options, None);
+            assert_eq!(
+                selections(&mut moved, &views),
+                expected,
+                "{width} x {height}, round {round}"
+            );
+            check_invariants(&moved);
         }
     }
 }

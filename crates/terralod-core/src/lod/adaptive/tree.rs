@@ -206,6 +206,14 @@ struct RankWord {
 /// Marks the base of a word of page roots; pools are smaller than this many slots.
 const PAGE_ROOTS: u32 = 1 << 31;
 
+/// Where a page lies in the pool: its first slot (on a rank word) and its length (a
+/// multiple of 64 slots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Page {
+    pub first: u32,
+    pub slots: u32,
+}
+
 /// An edge vertex on the grid's north or west border (owned by the square it bounds).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct BorderVertex {
@@ -239,8 +247,8 @@ pub(super) struct SquareTree {
     /// Per block of four slots, the parent's slot (the root block: [`OUTSIDE`]).
     parents: Vec<u32>,
     rank: Vec<RankWord>,
-    /// Per page root, in slot order, the first slot of its page (see "The pool").
-    pages: Vec<u32>,
+    /// Per page root, in slot order, where its page lies (see "Pages").
+    pages: Vec<Page>,
     pub levels: Vec<LevelShape>,
     /// Codes of the vertex heights (when [`VertexHeights::Codes`]).
     pub heights: HeightCodes,
@@ -299,7 +307,7 @@ impl SquareTree {
         if word.base < PAGE_ROOTS {
             word.base + 4 * below
         } else {
-            self.pages[(word.base - PAGE_ROOTS + below) as usize]
+            self.pages[(word.base - PAGE_ROOTS + below) as usize].first
         }
     }
 
@@ -460,9 +468,78 @@ impl SquareTree {
         self.squares
     }
 
-    /// Per page root, in slot order, the first slot of its page.
-    pub fn pages(&self) -> &[u32] {
+    /// Per page root, in slot order, where its page lies.
+    pub fn pages(&self) -> &[Page] {
         &self.pages
+    }
+
+    /// Appends `slots` empty slots (a multiple of 64) to the pool, for pages to move to.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "A8 step 2 makes frames with it")
+    )]
+    pub fn grow(&mut self, slots: usize) {
+        debug_assert!(slots.is_multiple_of(WORD) && self.slots().is_multiple_of(WORD));
+        let n = self.slots() + slots;
+        self.records.resize(n, SquareRecord::OUTSIDE);
+        match &mut self.vertex_heights {
+            VertexHeights::Codes(v) => v.resize(n, [0; 3]),
+            VertexHeights::Floats(v) => v.resize(n, [0.0; 3]),
+        }
+        self.parents.resize(n / 4, OUTSIDE);
+        self.rank.resize(n / WORD, RankWord::default());
+    }
+
+    /// Overwrites a run's walk data (rank words, blocks' parents) with values that lead
+    /// astray, for tests that show nothing reads it.
+    #[cfg(test)]
+    pub fn scribble_walk_data(&mut self, from: u32, len: u32) {
+        let (from, len) = (from as usize, len as usize);
+        for word in &mut self.rank[from / WORD..(from + len) / WORD] {
+            *word = RankWord {
+                bits: u64::MAX,
+                base: 4,
+            };
+        }
+        self.parents[from / 4..(from + len) / 4].fill(0);
+    }
+
+    /// Moves page `j` to the run of slots starting at `to` (on a rank word, inside the
+    /// pool, not overlapping the page): its records, heights, rank words (their bases
+    /// shifted) and blocks' parents (those inside the page shifted; its first block's,
+    /// the root in the top, kept), and its table entry. The old run is left as it was,
+    /// unreachable. What a frame load does (A8 step 2), without the per-frame state.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "A8 step 2 attaches pages with it")
+    )]
+    pub fn move_page(&mut self, j: usize, to: u32) {
+        let Page { first, slots } = self.pages[j];
+        let (from, len, to) = (first as usize, slots as usize, to as usize);
+        debug_assert!(to.is_multiple_of(WORD) && to + len <= self.slots());
+        debug_assert!(to + len <= from || from + len <= to, "overlapping runs");
+        let shift = |slot: u32| (slot as usize + to - from) as u32;
+        self.records.copy_within(from..from + len, to);
+        match &mut self.vertex_heights {
+            VertexHeights::Codes(v) => v.copy_within(from..from + len, to),
+            VertexHeights::Floats(v) => v.copy_within(from..from + len, to),
+        }
+        for w in 0..len / WORD {
+            let word = self.rank[from / WORD + w];
+            self.rank[to / WORD + w] = RankWord {
+                bits: word.bits,
+                base: if word.bits == 0 { 0 } else { shift(word.base) },
+            };
+        }
+        for b in 0..len / 4 {
+            let parent = self.parents[from / 4 + b];
+            self.parents[to / 4 + b] = if (first..first + slots).contains(&parent) {
+                shift(parent)
+            } else {
+                parent
+            };
+        }
+        self.pages[j].first = to as u32;
     }
 
     /// Number of pool slots (squares plus the slots of children beyond the data).
@@ -487,7 +564,7 @@ impl SquareTree {
             + heights
             + self.parents.len() * size_of::<u32>()
             + self.rank.len() * size_of::<RankWord>()
-            + self.pages.len() * size_of::<u32>()
+            + self.pages.len() * size_of::<Page>()
             + border
     }
 }
@@ -1013,8 +1090,7 @@ struct Layout {
     /// Per block of four slots, the parent's slot.
     parents: Vec<u32>,
     rank: Vec<RankWord>,
-    /// Per page root, in slot order, the first slot of its page.
-    pages: Vec<u32>,
+    pages: Vec<Page>,
 }
 
 /// Slots per rank word: where the top's levels and the pages start.
@@ -1114,7 +1190,10 @@ fn lay_out(
     let mut pages = Vec::with_capacity(roots.len());
     for root in roots {
         align(&mut slots, &mut parents);
-        pages.push(slots.len() as u32);
+        pages.push(Page {
+            first: slots.len() as u32,
+            slots: 0,
+        });
         let mut next = slots.len();
         block(&mut slots, &mut parents, root)?;
         while next < slots.len() {
@@ -1123,6 +1202,14 @@ fn lay_out(
             }
             next += 1;
         }
+    }
+    if !pages.is_empty() {
+        align(&mut slots, &mut parents);
+    }
+    let mut end = slots.len() as u32;
+    for page in pages.iter_mut().rev() {
+        page.slots = end - page.first;
+        end = page.first;
     }
 
     let words = slots.len().div_ceil(WORD);

@@ -7,8 +7,10 @@
 //! samples 15 m apart (4 × finer) around the flight's start, the terrain's own surface
 //! there plus bumps (16-bit: ±1 raw unit, ±10 m; float: ±0.5 m). A plain
 //! binary for profilers (`valgrind --tool=callgrind`). Run:
+//! With a sixth argument `n > 0`, algorithm A holds its pages (256-cell squares' subtrees)
+//! in `n` frames (A8 step 2) and reports what they did. Run:
 //! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]
-//! [build_tolerance_m] [none|u16|f32] [subdivision, default 4]`.
+//! [build_tolerance_m] [none|u16|f32] [subdivision, default 4] [page frames, default 0]`.
 
 use glam::Vec3;
 use std::time::Instant;
@@ -35,6 +37,10 @@ fn main() {
         .nth(5)
         .and_then(|a| a.parse().ok())
         .unwrap_or(4);
+    let page_frames: u32 = std::env::args()
+        .nth(6)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
     let Some(field) = load_gcanyon() else {
         return;
     };
@@ -49,7 +55,9 @@ fn main() {
             .expect("the detail lies on the terrain")
     });
     let built = Instant::now();
-    let options = AdaptiveOptions::default().with_build_tolerance(tolerance);
+    let options = AdaptiveOptions::default()
+        .with_build_tolerance(tolerance)
+        .with_page_frames(page_frames);
     let mut lod = match &detail {
         Some(detail) => {
             AdaptiveLod::with_detail(&field, &pyramid, LodOptions::default(), options, detail)
@@ -80,6 +88,7 @@ fn main() {
         let mut triangles = 0;
         let mut visits = 0;
         let mut reuse = (0, 0);
+        let mut waited = 0;
         for i in 0..frames {
             if reset {
                 lod.reset();
@@ -92,13 +101,31 @@ fn main() {
                 visits += lod.stats().nodes_visited;
                 let (reused, walked) = lod.render_reuse();
                 reuse = (reuse.0 + reused, reuse.1 + walked);
+                waited += lod.paging().map_or(0, |p| usize::from(p.held_back > 0));
             }
         }
         let ms = started.elapsed().as_secs_f64() * 1e3 / frames as f64;
         let reused = reuse.0 as f64 / reuse.1.max(1) as f64;
-        (ms, triangles / frames, visits / frames as u64, reused)
+        (
+            ms,
+            triangles / frames,
+            visits / frames as u64,
+            reused,
+            waited,
+        )
     };
-    let (next, triangles, next_visits, next_reused) = time(&mut lod, false, false);
+    let (next, triangles, next_visits, next_reused, waited) = time(&mut lod, false, false);
+    if let Some(paging) = lod.paging() {
+        println!(
+            "  pages: {} of {} in {} frames after the next-frame run, {waited} of {frames} \
+             frames held something back, {} copied in and {} dropped so far",
+            paging.resident,
+            lod.pages(),
+            paging.frames,
+            paging.copied_in,
+            paging.dropped,
+        );
+    }
     let (next_update, ..) = time(&mut lod, false, true);
     // Render() alone: the same view selected again (Update() finds nothing due).
     let mut render_time = std::time::Duration::ZERO;
@@ -110,7 +137,7 @@ fn main() {
         render_time += started.elapsed();
     }
     let render = render_time.as_secs_f64() * 1e3 / frames as f64;
-    let (scratch, _, scratch_visits, _) = time(&mut lod, true, false);
+    let (scratch, _, scratch_visits, ..) = time(&mut lod, true, false);
     let (scratch_update, ..) = time(&mut lod, true, true);
     println!(
         "{frames} frames {step} m apart, {triangles} triangles, {} squares enabled: next frame {next:.2} ms \

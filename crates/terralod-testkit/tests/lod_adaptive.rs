@@ -5,7 +5,9 @@
 //! L∞ test; and along smooth walks (small steps and turns), where Update() skips most
 //! squares, equal to fresh selections. With a build tolerance `T` (A5's sparse tree) the
 //! same hold with the bound `max(M, T)` for a world error `M` and `τ` plus `T` projected
-//! for a screen view. The number of cases is 24 unless `PROPTEST_CASES` says otherwise.
+//! for a screen view. With pages held in a few frames (A8 step 2), every frame is
+//! watertight and settles to the fresh selection once nothing waits for a page. The
+//! number of cases is 24 unless `PROPTEST_CASES` says otherwise.
 
 use glam::Vec3;
 use proptest::prelude::*;
@@ -116,6 +118,42 @@ proptest! {
                     projected.max <= f64::from(tolerance) * (1.0 + 1e-4),
                     "{:?}: projected error {} > τ {}: {}", options, projected.max, tolerance, errors
                 );
+            }
+        }
+    }
+
+    /// A8 step 2: pages of a few cells in a few frames, coming and going along the walk
+    /// (each view selected until an update holds nothing back, at most 8 times): every
+    /// frame watertight, and a frame that held nothing back equal to a fresh selection
+    /// without paging and within τ.
+    #[test]
+    fn pages_in_frames_stay_watertight_and_settle_to_fresh_selections(
+        (field, walk, tolerance) in arb_walk(),
+        page_cells in prop::sample::select(vec![2u32, 4, 8, 16]),
+        frames in 1u32..24,
+    ) {
+        let pyramid = Pyramid::build(&field);
+        let options = AdaptiveOptions::default().with_page_cells(page_cells);
+        let mut paged = AdaptiveLod::with_options(
+            &field, &pyramid, LodOptions::default(), options.with_page_frames(frames));
+        for (camera, cull) in &walk {
+            let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
+            for _ in 0..8 {
+                let selection = paged.select(&view);
+                let carried = frame(&selection);
+                let mesh = selection.to_mesh(&field);
+                let report = check_mesh(&mesh, None);
+                prop_assert!(report.is_watertight(), "{} frames: {}", frames, report);
+                if paged.paging().is_some_and(|p| p.held_back > 0) {
+                    continue;
+                }
+                let mut fresh =
+                    AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+                prop_assert!(carried == frame(&fresh.select(&view)), "differs from a fresh selection");
+                let errors = measure_error(&field, &mesh, Some(camera)).expect("valid camera");
+                let projected = errors.projected.expect("camera given");
+                prop_assert!(projected.max <= f64::from(tolerance) * (1.0 + 1e-4), "{}", errors);
+                break;
             }
         }
     }

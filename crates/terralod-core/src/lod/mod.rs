@@ -44,7 +44,7 @@ use glam::{Vec3, Vec4};
 use std::collections::HashMap;
 use std::time::Duration;
 
-pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError};
+pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError, PagingStats};
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod, PoolError};

@@ -118,6 +118,7 @@
 //! nothing itself, so exactly the extent rectangle is drawn.
 
 mod detail;
+mod paging;
 mod recorded;
 mod records;
 mod render;
@@ -170,6 +171,12 @@ pub struct AdaptiveOptions {
     /// and read back on its own. 0, or a size no level has: one pool without pages.
     /// Default [`AdaptiveOptions::DEFAULT_PAGE_CELLS`]. No mesh depends on it.
     pub page_cells: u32,
+    /// Frames for pages in the pool (A8 step 2): with `n > 0` at most `n` pages (and
+    /// at least those that never leave, plus nine) are in the pool at once, the others
+    /// copied in when Update() wants them (until then their roots are drawn as leaves,
+    /// see [`AdaptiveLod::paging`]) and dropped when nothing needs them. 0 (default):
+    /// every page stays in the pool.
+    pub page_frames: u32,
 }
 
 impl Default for AdaptiveOptions {
@@ -186,6 +193,7 @@ impl AdaptiveOptions {
         build_tolerance: 0.0,
         guard_angle: AdaptiveOptions::DEFAULT_GUARD_ANGLE,
         page_cells: AdaptiveOptions::DEFAULT_PAGE_CELLS,
+        page_frames: 0,
     };
 
     /// The default page: the subtree of a 256-cell square, the tile of `terralod import`'s
@@ -217,6 +225,12 @@ impl AdaptiveOptions {
         } else {
             0.0
         };
+        self
+    }
+
+    /// Sets the number of frames for pages (0: every page in the pool).
+    pub fn with_page_frames(mut self, frames: u32) -> Self {
+        self.page_frames = frames;
         self
     }
 
@@ -521,6 +535,21 @@ impl FineGrid {
     }
 }
 
+/// What algorithm A's frames for pages hold and did ([`AdaptiveLod::paging`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagingStats {
+    /// Pages in the pool.
+    pub resident: usize,
+    pub frames: usize,
+    /// Squares the last update held back for want of a page: a missing page root drawn
+    /// as a leaf though its subtree test fails, or a square beside a missing page left
+    /// as it is (its bound may then not hold).
+    pub held_back: usize,
+    /// Pages copied in and dropped so far.
+    pub copied_in: usize,
+    pub dropped: usize,
+}
+
 /// Algorithm A. Owns its sparse tree (built from a heightfield, whose heights it then holds
 /// itself), its state and its buffers.
 #[derive(Debug)]
@@ -552,6 +581,8 @@ pub struct AdaptiveLod<'a> {
     render_buffers: RenderBuffers,
     /// With local detail: which drawn positions the grid's own heights do not give.
     fine: Option<FineGrid>,
+    /// With frames for pages: the pages not in the pool and the frames.
+    paging: Option<paging::Paging>,
     stats: SelectionStats,
 }
 
@@ -653,12 +684,20 @@ impl<'a> AdaptiveLod<'a> {
     fn from_parts(
         tree: SquareTree,
         mut state: Vec<u32>,
-        deadline: Vec<Deadline>,
+        mut deadline: Vec<Deadline>,
         options: LodOptions,
         adaptive: AdaptiveOptions,
         fine: Option<FineGrid>,
     ) -> Self {
         let finest = tree.levels.len() - 1;
+        let (tree, paging) = if adaptive.page_frames > 0 && !tree.pages().is_empty() {
+            let (live, paging) = paging::Paging::new(tree, adaptive.page_frames as usize);
+            state = vec![0; live.slots()];
+            deadline = vec![EXPIRED; live.slots()];
+            (live, Some(paging))
+        } else {
+            (tree, None)
+        };
         state[0] = ENABLED | WANTED;
         let vertices = GridVertices {
             stride: tree.extent.0 + 1,
@@ -688,6 +727,7 @@ impl<'a> AdaptiveLod<'a> {
             emitted: Emitted::default(),
             render_buffers: RenderBuffers::default(),
             fine,
+            paging,
             stats: SelectionStats::default(),
         }
     }
@@ -695,6 +735,19 @@ impl<'a> AdaptiveLod<'a> {
     /// The vertex buffer the selection indexes.
     pub fn grid_vertices(&self) -> GridVertices {
         self.vertices
+    }
+
+    /// With frames for pages ([`AdaptiveOptions::page_frames`]): what they hold and did.
+    pub fn paging(&self) -> Option<PagingStats> {
+        self.paging.as_ref().map(|p| PagingStats {
+            resident: (self.tree.pages().iter())
+                .filter(|p| p.first != tree::NOT_RESIDENT)
+                .count(),
+            frames: p.frames(),
+            held_back: p.held_back,
+            copied_in: p.copied_in,
+            dropped: p.dropped,
+        })
     }
 
     /// Number of enabled squares.
@@ -774,7 +827,9 @@ impl<'a> AdaptiveLod<'a> {
     /// Bytes of the static tree (records with their heights, block parents, rank words,
     /// border vertices).
     pub fn static_bytes(&self) -> usize {
-        self.tree.bytes()
+        // With frames for pages, the copy the pages come from is in memory too (until
+        // they are read from disk).
+        self.tree.bytes() + self.paging.as_ref().map_or(0, |p| p.store_bytes())
     }
 
     /// Update() only: brings the state to `view` without drawing.
@@ -789,6 +844,12 @@ impl<'a> AdaptiveLod<'a> {
             *view
         };
         let guard = topology.camera().map(|camera| self.guard_frustum(camera));
+        if let Some(paging) = &mut self.paging
+            && paging.serve(&mut self.tree, &mut self.state, &mut self.deadline)
+        {
+            // Recorded walks may hold slots of frames that now hold other squares.
+            self.render_buffers.forget();
+        }
         let tester = self.tester(&topology, guard.as_ref());
         self.full = self.motion.advance(&topology);
         self.enable_pass(&tester);

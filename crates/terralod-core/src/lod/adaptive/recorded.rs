@@ -160,6 +160,11 @@ impl VertexStep {
 const _: () = assert!(size_of::<SquareStep>() == 40 && size_of::<VertexStep>() == 32);
 
 impl RecordedWalk {
+    /// Marks the walk as not to be replayed.
+    pub fn forget(&mut self) {
+        self.recorded = false;
+    }
+
     /// Starts recording a new walk, culled against a frustum or not.
     pub fn begin(&mut self, culled: bool) {
         self.recorded = true;

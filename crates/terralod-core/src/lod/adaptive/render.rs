@@ -259,6 +259,14 @@ pub(super) struct RenderBuffers {
 }
 
 impl RenderBuffers {
+    /// Forgets every recorded walk (their slots may hold other squares now).
+    pub fn forget(&mut self) {
+        self.top.forget();
+        for part in &mut self.parts {
+            part.walk.forget();
+        }
+    }
+
     /// Bytes held by the recorded walks and the parts' buffers (capacity).
     pub fn bytes(&self) -> usize {
         let emitted = |e: &Emitted| {

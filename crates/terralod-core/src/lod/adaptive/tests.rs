@@ -68,7 +68,9 @@ fn check_invariants(lod: &AdaptiveLod<'_>) {
     let tree = &lod.tree;
     let mut counts = vec![[0u32; 4]; lod.state.len()];
     let squares = all_squares(lod);
-    assert_eq!(squares.len(), tree.squares());
+    if lod.paging.is_none() {
+        assert_eq!(squares.len(), tree.squares());
+    }
     for &sq in &squares {
         let word = lod.state[sq.id as usize];
         for side in 0..4 {
@@ -240,8 +242,9 @@ fn moved_pages_select_what_they_did_in_place() {
         ];
         tree.grow(total as usize);
         for (round, to) in moves.iter().enumerate() {
+            let source = tree.clone();
             for j in 0..pages.len() {
-                tree.move_page(j, to(j));
+                tree.copy_page(&source, j, to(j));
             }
             let vacated = if round == 0 { start } else { start + total };
             scribble(&mut tree, vacated, total);
@@ -253,6 +256,70 @@ fn moved_pages_select_what_they_did_in_place() {
                 "{width} x {height}, round {round}"
             );
             check_invariants(&moved);
+        }
+    }
+}
+
+/// A8 step 2: with few frames for pages, pages come and go along a flight. After every
+/// frame the state invariants hold (every enabled edge vertex can be drawn, so no
+/// T-junction), and once an update holds nothing back the selection is the one without
+/// paging; with a frame for every page, every view gets there.
+#[test]
+fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
+    for (width, height, seed, cells, few) in [
+        (129, 129, 3, 16, 20),
+        (97, 41, 5, 8, 24),
+        (129, 129, 6, 8, 40),
+        // Pages reaching beyond the data (74 x 44 cells), which never leave.
+        (75, 45, 7, 8, 30),
+    ] {
+        let field = stepped_field(width, height, seed);
+        let pyramid = Pyramid::build(&field);
+        // A low flight across the terrain and back, looking ahead and down.
+        let (w, d) = field.world_size();
+        let mut views: Vec<View> = (0..40)
+            .map(|step| {
+                let t = (step as f32 / 20.0).min(2.0 - step as f32 / 20.0);
+                let eye = Vec3::new(w * (0.05 + 0.9 * t), 1040.0 + 20.0 * t, d * (0.1 + 0.8 * t));
+                let ahead = 1.0 - 2.0 * (step / 20) as f32;
+                let target = eye + Vec3::new(w * 0.3 * ahead, -60.0, d * 0.2);
+                View::screen(camera(eye, target), 0.5).expect("valid view")
+            })
+            .collect();
+        views.extend(walk(&field, 10));
+        let options = AdaptiveOptions::default().with_page_cells(cells);
+        let build =
+            |options| AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let mut unpaged = build(options);
+        let pages = unpaged.pages() as u32;
+        for frames in [few, pages] {
+            let case = format!("{width} x {height}, {cells}-cell pages, {frames} frames");
+            let mut paged = build(options.with_page_frames(frames));
+            let mut settled = 0;
+            for view in &views {
+                let expected = selections(&mut unpaged, &[*view]);
+                for _ in 0..16 {
+                    let got = selections(&mut paged, &[*view]);
+                    check_invariants(&paged);
+                    let stats = paged.paging().expect("paged");
+                    assert!(stats.resident <= stats.frames, "{case}");
+                    if stats.held_back == 0 {
+                        assert_eq!(got, expected, "{case}");
+                        settled += 1;
+                        break;
+                    }
+                }
+            }
+            let paging = paged.paging().expect("paged");
+            if frames < pages {
+                assert!(
+                    paging.dropped > 0 && settled > 0,
+                    "{case}: {settled} settled"
+                );
+            } else {
+                assert_eq!(paging.dropped, 0, "{case}");
+                assert_eq!(settled, views.len(), "{case}");
+            }
         }
     }
 }

@@ -24,9 +24,11 @@
 //! stores where the children of its first square with children start (`base`), the
 //! others following four by four; a word of page roots points into the page table
 //! instead, one entry per root. So a page is one run of slots that refers to nothing
-//! outside it but its root: it can be moved by rewriting its words' bases, its blocks'
-//! parents and its table entry, the step towards pages dropped and read back from disk
-//! (docs/ADAPTIVE_PAGING.md). Aligning costs under 64 slots a page and a top level.
+//! outside it but its root: it can be copied elsewhere by rewriting its words' bases, its
+//! blocks' parents and its table entry ([`SquareTree::copy_page`]), which is how
+//! `paging` holds pages in frames, and a root whose entry is [`NOT_RESIDENT`] has no
+//! children (docs/ADAPTIVE_PAGING.md). Aligning costs under 64 slots a page and a top
+//! level.
 //!
 //! # What the tree keeps (the build)
 //!
@@ -206,6 +208,15 @@ struct RankWord {
 /// Marks the base of a word of page roots; pools are smaller than this many slots.
 const PAGE_ROOTS: u32 = 1 << 31;
 
+/// The first slot of a page that is not in the pool.
+pub(super) const NOT_RESIDENT: u32 = u32::MAX;
+
+/// The page table's entry for page root `id` in its word.
+#[inline(always)]
+fn page_index(word: RankWord, id: u32) -> usize {
+    (word.base - PAGE_ROOTS + (word.bits & ((1u64 << (id & 63)) - 1)).count_ones()) as usize
+}
+
 /// Where a page lies in the pool: its first slot (on a rank word) and its length (a
 /// multiple of 64 slots).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,21 +304,32 @@ impl SquareTree {
         }
     }
 
-    /// Whether the square in slot `id` has children.
+    /// Whether the square in slot `id` has children in the pool (a page root whose page
+    /// is not resident has none).
     #[inline(always)]
     pub fn has_children(&self, id: u32) -> bool {
-        (self.rank[(id >> 6) as usize].bits >> (id & 63)) & 1 != 0
+        let word = self.rank[(id >> 6) as usize];
+        (word.bits >> (id & 63)) & 1 != 0
+            && (word.base < PAGE_ROOTS || self.pages[page_index(word, id)].first != NOT_RESIDENT)
+    }
+
+    /// The page of a page root whose page is not resident.
+    #[inline]
+    pub fn missing_page(&self, id: u32) -> Option<usize> {
+        let word = self.rank[(id >> 6) as usize];
+        ((word.bits >> (id & 63)) & 1 != 0 && word.base >= PAGE_ROOTS)
+            .then(|| page_index(word, id))
+            .filter(|&j| self.pages[j].first == NOT_RESIDENT)
     }
 
     /// The first slot of the children of `id` (which must have children).
     #[inline(always)]
     pub fn first_child(&self, id: u32) -> u32 {
         let word = self.rank[(id >> 6) as usize];
-        let below = (word.bits & ((1u64 << (id & 63)) - 1)).count_ones();
         if word.base < PAGE_ROOTS {
-            word.base + 4 * below
+            word.base + 4 * (word.bits & ((1u64 << (id & 63)) - 1)).count_ones()
         } else {
-            self.pages[(word.base - PAGE_ROOTS + below) as usize].first
+            self.pages[page_index(word, id)].first
         }
     }
 
@@ -474,10 +496,6 @@ impl SquareTree {
     }
 
     /// Appends `slots` empty slots (a multiple of 64) to the pool, for pages to move to.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "A8 step 2 makes frames with it")
-    )]
     pub fn grow(&mut self, slots: usize) {
         debug_assert!(slots.is_multiple_of(WORD) && self.slots().is_multiple_of(WORD));
         let n = self.slots() + slots;
@@ -504,35 +522,36 @@ impl SquareTree {
         self.parents[from / 4..(from + len) / 4].fill(0);
     }
 
-    /// Moves page `j` to the run of slots starting at `to` (on a rank word, inside the
-    /// pool, not overlapping the page): its records, heights, rank words (their bases
-    /// shifted) and blocks' parents (those inside the page shifted; its first block's,
-    /// the root in the top, kept), and its table entry. The old run is left as it was,
-    /// unreachable. What a frame load does (A8 step 2), without the per-frame state.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "A8 step 2 attaches pages with it")
-    )]
-    pub fn move_page(&mut self, j: usize, to: u32) {
-        let Page { first, slots } = self.pages[j];
+    /// Copies page `j` as it lies in `source` (a tree with the same top) to the run of
+    /// slots starting at `to` (on a rank word, inside the pool): its records, heights,
+    /// rank words (their bases shifted) and blocks' parents (those inside the page
+    /// shifted; its first block's, the root in the top, kept), and points its table entry
+    /// there. Whatever lay in that run before is overwritten, and the page's old run
+    /// here, if any, is left as it was, unreachable.
+    pub fn copy_page(&mut self, source: &SquareTree, j: usize, to: u32) {
+        let Page { first, slots } = source.pages[j];
         let (from, len, to) = (first as usize, slots as usize, to as usize);
         debug_assert!(to.is_multiple_of(WORD) && to + len <= self.slots());
-        debug_assert!(to + len <= from || from + len <= to, "overlapping runs");
         let shift = |slot: u32| (slot as usize + to - from) as u32;
-        self.records.copy_within(from..from + len, to);
-        match &mut self.vertex_heights {
-            VertexHeights::Codes(v) => v.copy_within(from..from + len, to),
-            VertexHeights::Floats(v) => v.copy_within(from..from + len, to),
+        self.records[to..to + len].copy_from_slice(&source.records[from..from + len]);
+        match (&mut self.vertex_heights, &source.vertex_heights) {
+            (VertexHeights::Codes(v), VertexHeights::Codes(s)) => {
+                v[to..to + len].copy_from_slice(&s[from..from + len]);
+            }
+            (VertexHeights::Floats(v), VertexHeights::Floats(s)) => {
+                v[to..to + len].copy_from_slice(&s[from..from + len]);
+            }
+            _ => unreachable!("a page of another tree"),
         }
         for w in 0..len / WORD {
-            let word = self.rank[from / WORD + w];
+            let word = source.rank[from / WORD + w];
             self.rank[to / WORD + w] = RankWord {
                 bits: word.bits,
                 base: if word.bits == 0 { 0 } else { shift(word.base) },
             };
         }
         for b in 0..len / 4 {
-            let parent = self.parents[from / 4 + b];
+            let parent = source.parents[from / 4 + b];
             self.parents[to / 4 + b] = if (first..first + slots).contains(&parent) {
                 shift(parent)
             } else {
@@ -540,6 +559,74 @@ impl SquareTree {
             };
         }
         self.pages[j].first = to as u32;
+    }
+
+    /// Takes page `j` out of the pool (its root then has no children); returns the run
+    /// it lay in.
+    pub fn drop_page(&mut self, j: usize) -> Page {
+        let page = self.pages[j];
+        self.pages[j].first = NOT_RESIDENT;
+        page
+    }
+
+    /// The top alone (every page dropped, the pool cut after the top) with `frames` runs
+    /// of `frame_slots` empty slots after it (a multiple of 64); the first slot of the
+    /// first run. The tree must have pages, as laid out.
+    pub fn top_with_frames(&self, frames: usize, frame_slots: usize) -> (SquareTree, usize) {
+        let top = self.pages[0].first as usize;
+        let mut tree = SquareTree {
+            records: self.records[..top].to_vec(),
+            vertex_heights: match &self.vertex_heights {
+                VertexHeights::Codes(v) => VertexHeights::Codes(v[..top].to_vec()),
+                VertexHeights::Floats(v) => VertexHeights::Floats(v[..top].to_vec()),
+            },
+            parents: self.parents[..top / 4].to_vec(),
+            rank: self.rank[..top.div_ceil(WORD)].to_vec(),
+            pages: self
+                .pages
+                .iter()
+                .map(|p| Page {
+                    first: NOT_RESIDENT,
+                    slots: p.slots,
+                })
+                .collect(),
+            levels: self.levels.clone(),
+            heights: self.heights,
+            boxes: self.boxes,
+            north: self.north.clone(),
+            west: self.west.clone(),
+            root_corners: self.root_corners,
+            cell_size: self.cell_size,
+            extent: self.extent,
+            squares: self.squares,
+            leaf_error: self.leaf_error,
+        };
+        tree.grow(frames * frame_slots);
+        (tree, top)
+    }
+
+    /// The page roots, in the page table's order.
+    pub fn page_roots(&self) -> Vec<Sq> {
+        let mut roots = Vec::with_capacity(self.pages.len());
+        let mut walk = vec![Sq::ROOT];
+        while let Some(sq) = walk.pop() {
+            let word = self.rank[(sq.id >> 6) as usize];
+            if (word.bits >> (sq.id & 63)) & 1 == 0 {
+                continue;
+            }
+            if word.base >= PAGE_ROOTS {
+                roots.push((page_index(word, sq.id), sq));
+                continue;
+            }
+            let first = self.first_child(sq.id);
+            for k in 0..4 {
+                if !self.records[(first + k) as usize].is_outside() {
+                    walk.push(sq.child(first, k));
+                }
+            }
+        }
+        roots.sort_by_key(|&(j, _)| j);
+        roots.into_iter().map(|(_, sq)| sq).collect()
     }
 
     /// Number of pool slots (squares plus the slots of children beyond the data).

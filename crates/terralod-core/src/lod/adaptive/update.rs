@@ -181,9 +181,15 @@ impl AdaptiveLod<'_> {
         let id = sq.id as usize;
         let wanted = sq.level == 0 || self.state[id] & WANTED != 0;
         let aabb = self.tree.aabb(sq);
+        // Below the page roots, what a square enables can reach the pages around its own:
+        // while one is missing it wants nothing (module docs of `paging`).
+        let blocked = match &mut self.paging {
+            Some(paging) if sq.level > paging.level => paging.blocks(&self.tree, sq),
+            _ => false,
+        };
         // One frustum test for the square's own tests; its children need their own only
         // when it crosses the frustum.
-        let (containment, mut slack) = if wanted {
+        let (containment, mut slack) = if wanted && !blocked {
             tester.classify_slack(&aabb)
         } else {
             (Containment::Outside, f32::INFINITY)
@@ -216,8 +222,21 @@ impl AdaptiveLod<'_> {
                 self.add_candidate(owner);
             }
         }
+        // A missing page root whose subtree test fails asks for its page.
+        let waiting = if let Some(paging) = &mut self.paging
+            && let Some(j) = self.tree.missing_page(sq.id)
+            && (self.tree.straddles(sq)
+                || containment != Containment::Outside
+                    && tester.fails(self.tree.records[id].subtree_error(), &aabb))
+        {
+            paging.wait_for(j);
+            true
+        } else {
+            false
+        };
         if self.tree.has_children(sq.id) {
             let straddles = self.tree.straddles(sq);
+            debug_assert!(!(blocked && straddles), "a pinned page is missing");
             let first = self.tree.first_child(sq.id);
             for k in 0..4 {
                 let cid = (first + k) as usize;
@@ -225,7 +244,7 @@ impl AdaptiveLod<'_> {
                     continue;
                 }
                 let child = sq.child(first, k);
-                let want = straddles
+                let want = !blocked && straddles
                     || (containment != Containment::Outside && {
                         let error = self.tree.records[cid].subtree_error();
                         let child_box = self.tree.aabb(child);
@@ -275,6 +294,9 @@ impl AdaptiveLod<'_> {
                 };
                 self.enable_mid(owner, owned, Some(across));
             }
+        }
+        if blocked || waiting {
+            return EXPIRED;
         }
         self.motion.deadline(slack, tester.reach(&aabb))
     }

@@ -115,6 +115,7 @@ fn main() {
         )
     };
     let (next, triangles, next_visits, next_reused, waited) = time(&mut lod, false, false);
+    let enabled = lod.enabled_squares();
     if let Some(paging) = lod.paging() {
         println!(
             "  pages: {} of {} in {} frames after the next-frame run, {waited} of {frames} \
@@ -139,11 +140,18 @@ fn main() {
     let render = render_time.as_secs_f64() * 1e3 / frames as f64;
     let (scratch, _, scratch_visits, ..) = time(&mut lod, true, false);
     let (scratch_update, ..) = time(&mut lod, true, true);
+    if let Some(paging) = lod.paging() {
+        // A reset leaves every page free to leave: the runs from scratch swap pages.
+        println!(
+            "  pages after the runs from scratch: {} copied in and {} dropped in all",
+            paging.copied_in, paging.dropped,
+        );
+    }
     println!(
         "{frames} frames {step} m apart, {triangles} triangles, {} squares enabled: next frame {next:.2} ms \
          (update {next_update:.2}), from scratch {scratch:.2} ms (update {scratch_update:.2}), \
          ratio {:.2}",
-        lod.enabled_squares(),
+        enabled,
         scratch / next,
     );
     println!(

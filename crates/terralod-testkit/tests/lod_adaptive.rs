@@ -122,15 +122,16 @@ proptest! {
         }
     }
 
-    /// A8 step 2: pages of a few cells in a few frames, coming and going along the walk
+    /// A8 step 2: pages of 4 or 8 cells in a few frames (at least nine beyond those that
+    /// never leave), coming and going along the walk
     /// (each view selected until an update holds nothing back, at most 8 times): every
     /// frame watertight, and a frame that held nothing back equal to a fresh selection
     /// without paging and within τ.
     #[test]
     fn pages_in_frames_stay_watertight_and_settle_to_fresh_selections(
         (field, walk, tolerance) in arb_walk(),
-        page_cells in prop::sample::select(vec![2u32, 4, 8, 16]),
-        frames in 1u32..24,
+        page_cells in prop::sample::select(vec![4u32, 8]),
+        frames in 1u32..16,
     ) {
         let pyramid = Pyramid::build(&field);
         let options = AdaptiveOptions::default().with_page_cells(page_cells);

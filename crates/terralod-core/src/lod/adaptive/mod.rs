@@ -172,10 +172,11 @@ pub struct AdaptiveOptions {
     /// Default [`AdaptiveOptions::DEFAULT_PAGE_CELLS`]. No mesh depends on it.
     pub page_cells: u32,
     /// Frames for pages in the pool (A8 step 2): with `n > 0` at most `n` pages (and
-    /// at least those that never leave, plus nine) are in the pool at once, the others
-    /// copied in when Update() wants them (until then their roots are drawn as leaves,
-    /// see [`AdaptiveLod::paging`]) and dropped when nothing needs them. 0 (default):
-    /// every page stays in the pool.
+    /// at least those that never leave, plus nine; at most one frame per page) are in
+    /// the pool at once, the others copied in when Update() wants them (until then
+    /// their roots are drawn as leaves, see [`AdaptiveLod::paging`]) and dropped when
+    /// nothing needs them. 0 (default), or frames too many for a pool: every page stays
+    /// in the pool.
     pub page_frames: u32,
 }
 
@@ -244,6 +245,21 @@ impl AdaptiveOptions {
     pub fn with_build_tolerance(mut self, tolerance: f32) -> Self {
         self.build_tolerance = if tolerance > 0.0 { tolerance } else { 0.0 };
         self
+    }
+}
+
+/// With frames for pages ([`AdaptiveOptions::page_frames`]), the top and frames the
+/// algorithm runs in and what serves them; else the tree as it is.
+fn split_pages(
+    tree: SquareTree,
+    adaptive: AdaptiveOptions,
+) -> (SquareTree, Option<paging::Paging>) {
+    if adaptive.page_frames == 0 || tree.pages().is_empty() {
+        return (tree, None);
+    }
+    match paging::Paging::new(tree, adaptive.page_frames as usize) {
+        Ok((live, paging)) => (live, Some(paging)),
+        Err(tree) => (*tree, None),
     }
 }
 
@@ -629,6 +645,7 @@ impl<'a> AdaptiveLod<'a> {
             adaptive.page_cells,
             budget,
         )?;
+        let (tree, paging) = split_pages(tree, adaptive);
         // The per-frame state: a word and a deadline per pool slot.
         let mut state = budget.vec::<u32>(tree.slots())?;
         let mut deadline = budget.vec::<Deadline>(tree.slots())?;
@@ -644,6 +661,7 @@ impl<'a> AdaptiveLod<'a> {
         };
         Ok(Self::from_parts(
             tree,
+            paging,
             state,
             deadline,
             options,
@@ -676,28 +694,23 @@ impl<'a> AdaptiveLod<'a> {
         adaptive: AdaptiveOptions,
         fine: Option<FineGrid>,
     ) -> Self {
+        let (tree, paging) = split_pages(tree, adaptive);
         let (state, deadline) = (vec![0; tree.slots()], vec![EXPIRED; tree.slots()]);
-        Self::from_parts(tree, state, deadline, options, adaptive, fine)
+        Self::from_parts(tree, paging, state, deadline, options, adaptive, fine)
     }
 
     /// The algorithm over a built tree and its zeroed state and expired deadlines.
+    #[allow(clippy::too_many_arguments)]
     fn from_parts(
         tree: SquareTree,
+        paging: Option<paging::Paging>,
         mut state: Vec<u32>,
-        mut deadline: Vec<Deadline>,
+        deadline: Vec<Deadline>,
         options: LodOptions,
         adaptive: AdaptiveOptions,
         fine: Option<FineGrid>,
     ) -> Self {
         let finest = tree.levels.len() - 1;
-        let (tree, paging) = if adaptive.page_frames > 0 && !tree.pages().is_empty() {
-            let (live, paging) = paging::Paging::new(tree, adaptive.page_frames as usize);
-            state = vec![0; live.slots()];
-            deadline = vec![EXPIRED; live.slots()];
-            (live, Some(paging))
-        } else {
-            (tree, None)
-        };
         state[0] = ENABLED | WANTED;
         let vertices = GridVertices {
             stride: tree.extent.0 + 1,

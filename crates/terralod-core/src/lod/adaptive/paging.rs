@@ -5,9 +5,10 @@
 //!
 //! The rules that keep the mesh whole while pages come and go:
 //!
-//! - a square below the page roots is evaluated only while the 3 × 3 pages around its
-//!   own are resident (what it enables can reach that far); otherwise it wants nothing,
-//!   asks for the missing pages and is tested again next frame ([`Paging::blocks`]);
+//! - a square below the page roots that is wanted and in view is evaluated only while
+//!   the 3 × 3 pages around its own are resident (what it enables can reach that far);
+//!   otherwise it wants nothing, asks for the missing pages and is tested again next
+//!   frame ([`Paging::blocks`]);
 //! - a missing page root whose subtree test fails asks for its page the same way;
 //! - a page is dropped only when neither it nor a page beside it has an enabled square
 //!   below its root ([`Paging::droppable`]), so refined ground keeps its neighbourhood;
@@ -16,7 +17,7 @@
 
 use super::Deadline;
 use super::EXPIRED;
-use super::tree::{NOT_RESIDENT, Sq, SquareTree};
+use super::tree::{MAX_SLOTS, NOT_RESIDENT, Sq, SquareTree};
 use super::update::enabled_children;
 
 /// No page at a position of the roots' level (the square there has no children).
@@ -44,7 +45,8 @@ pub(super) struct Paging {
     free: Vec<u32>,
     /// Per page, the update that last asked for it.
     asked_at: Vec<u64>,
-    /// Pages asked for and not yet copied in, each once.
+    /// Pages asked for in the last update, each once (a square that still wants a page
+    /// asks again in the next).
     queue: Vec<u32>,
     queued: Vec<bool>,
     /// Updates so far.
@@ -59,9 +61,10 @@ pub(super) struct Paging {
 
 impl Paging {
     /// Takes `tree` (as built, with pages) apart: returns the top with `frames` frames
-    /// after it (at least the pinned pages and nine more), the pinned pages copied in,
-    /// and the paging that serves the others.
-    pub fn new(tree: SquareTree, frames: usize) -> (SquareTree, Paging) {
+    /// after it (at least the pinned pages and nine more, at most one per page), the
+    /// pinned pages copied in, and the paging that serves the others; or gives the tree
+    /// back if those frames would not fit in a pool ([`MAX_SLOTS`]).
+    pub fn new(tree: SquareTree, frames: usize) -> Result<(SquareTree, Paging), Box<SquareTree>> {
         let roots = tree.page_roots();
         let level = roots[0].level;
         let shape = tree.levels[level as usize];
@@ -76,11 +79,15 @@ impl Paging {
             }
         }
         let frame_slots = tree.pages().iter().map(|p| p.slots).max().unwrap_or(0);
-        let frames = frames.max(pinned.iter().filter(|&&p| p).count() + 9);
+        let frames = (frames.max(pinned.iter().filter(|&&p| p).count() + 9)).min(roots.len());
+        let top = tree.pages()[0].first as usize;
+        if top + frames * frame_slots as usize >= MAX_SLOTS {
+            return Err(Box::new(tree));
+        }
         let (mut live, start) = tree.top_with_frames(frames, frame_slots as usize);
-        let free = (0..frames as u32)
+        let free = (0..frames)
             .rev()
-            .map(|f| start as u32 + f * frame_slots)
+            .map(|f| (start + f * frame_slots as usize) as u32)
             .collect();
         let mut paging = Paging {
             level,
@@ -109,7 +116,7 @@ impl Paging {
             }
         }
         paging.update_complete(&live);
-        (live, paging)
+        Ok((live, paging))
     }
 
     /// Number of frames.
@@ -163,8 +170,8 @@ impl Paging {
     }
 
     /// Whether page `j` may leave: resident, not pinned, not asked for in the last update
-    /// (nor copied in since), and no page around it (itself included) has an enabled
-    /// square below its root.
+    /// (so neither copied in during this one), and no page around it (itself included)
+    /// has an enabled child of its root.
     fn droppable(&self, tree: &SquareTree, state: &[u32], j: usize) -> bool {
         let root = self.roots[j];
         tree.pages()[j].first != NOT_RESIDENT
@@ -174,23 +181,24 @@ impl Paging {
                 .all(|k| enabled_children(state[self.roots[k as usize].id as usize]) == 0)
     }
 
-    /// At the start of an update: copies in the pages asked for, dropping the least
-    /// recently asked droppable pages for frames. Returns whether the pool changed.
+    /// At the start of an update: copies in the pages asked for in the last one, in the
+    /// order asked, dropping the least recently asked droppable pages for frames while
+    /// none is free (the rest are asked for again by whatever still waits for them).
+    /// Returns whether the pool changed.
     pub fn serve(
         &mut self,
         tree: &mut SquareTree,
         state: &mut [u32],
         deadline: &mut [Deadline],
     ) -> bool {
-        self.update += 1;
         self.held_back = 0;
+        self.update += 1;
+        let mut queue = std::mem::take(&mut self.queue);
         let mut changed = false;
-        let mut i = 0;
-        while i < self.queue.len() {
-            let j = self.queue[i] as usize;
-            i += 1;
+        for &j in &queue {
+            let j = j as usize;
+            self.queued[j] = false;
             if tree.pages()[j].first != NOT_RESIDENT {
-                self.queued[j] = false;
                 continue;
             }
             let frame = match self.free.pop() {
@@ -199,17 +207,13 @@ impl Paging {
                     let victim = (0..self.roots.len())
                         .filter(|&k| self.droppable(tree, state, k))
                         .min_by_key(|&k| self.asked_at[k]);
-                    match victim {
-                        Some(k) => {
-                            self.dropped += 1;
-                            tree.drop_page(k).first
-                        }
-                        // Every frame is in use: the rest wait.
-                        None => break,
-                    }
+                    let Some(k) = victim else {
+                        continue;
+                    };
+                    self.dropped += 1;
+                    tree.drop_page(k).first
                 }
             };
-            self.queued[j] = false;
             tree.copy_page(&self.store, j, frame);
             self.copied_in += 1;
             let run = frame as usize..(frame + self.frame_slots) as usize;
@@ -217,8 +221,8 @@ impl Paging {
             deadline[run].fill(EXPIRED);
             changed = true;
         }
-        // The pages still waiting keep their order.
-        self.queue.retain(|&j| self.queued[j as usize]);
+        queue.clear();
+        self.queue = queue;
         if changed {
             self.update_complete(tree);
         }

@@ -228,14 +228,6 @@ fn moved_pages_select_what_they_did_in_place() {
         let start = pages[0].first;
         let total: u32 = pages.iter().map(|p| p.slots).sum();
         assert_eq!(start + total, tree.slots() as u32);
-        // Fills a run with squares that would draw garbage if anything read them.
-        let scribble = |tree: &mut tree::SquareTree, from: u32, len: u32| {
-            let junk = tree.records[1];
-            for id in from..from + len {
-                tree.records[id as usize] = junk;
-            }
-            tree.scribble_walk_data(from, len);
-        };
         let moves: [&dyn Fn(usize) -> u32; 2] = [
             &|j| start + total + pages[j + 1..].iter().map(|p| p.slots).sum::<u32>(),
             &|j| start + pages[j + 1..].iter().map(|p| p.slots).sum::<u32>(),
@@ -247,7 +239,7 @@ fn moved_pages_select_what_they_did_in_place() {
                 tree.copy_page(&source, j, to(j));
             }
             let vacated = if round == 0 { start } else { start + total };
-            scribble(&mut tree, vacated, total);
+            tree.scribble(vacated, total);
             let mut moved =
                 AdaptiveLod::from_tree(tree.clone(), LodOptions::default(), options, None);
             assert_eq!(
@@ -266,14 +258,23 @@ fn moved_pages_select_what_they_did_in_place() {
 /// paging; with a frame for every page, every view gets there.
 #[test]
 fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
-    for (width, height, seed, cells, few) in [
-        (129, 129, 3, 16, 20),
-        (97, 41, 5, 8, 24),
-        (129, 129, 6, 8, 40),
+    for (width, height, seed, cells, few, float) in [
+        (129, 129, 3, 16, 20, false),
+        (97, 41, 5, 8, 24, true),
+        (129, 129, 6, 8, 40, false),
         // Pages reaching beyond the data (74 x 44 cells), which never leave.
-        (75, 45, 7, 8, 30),
+        (75, 45, 7, 8, 30, false),
     ] {
         let field = stepped_field(width, height, seed);
+        let field = if float {
+            let raw = (0..height)
+                .flat_map(|r| (0..width).map(move |c| (c, r)))
+                .map(|(c, r)| field.raw(c, r) + 0.375)
+                .collect();
+            Heightfield::new(width, height, Samples::F32(raw)).expect("valid field")
+        } else {
+            field
+        };
         let pyramid = Pyramid::build(&field);
         // A low flight across the terrain and back, looking ahead and down.
         let (w, d) = field.world_size();
@@ -296,7 +297,10 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
             let case = format!("{width} x {height}, {cells}-cell pages, {frames} frames");
             let mut paged = build(options.with_page_frames(frames));
             let mut settled = 0;
-            for view in &views {
+            for (i, view) in views.iter().enumerate() {
+                if i % 7 == 6 {
+                    paged.reset();
+                }
                 let expected = selections(&mut unpaged, &[*view]);
                 for _ in 0..16 {
                     let got = selections(&mut paged, &[*view]);
@@ -313,7 +317,7 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
             let paging = paged.paging().expect("paged");
             if frames < pages {
                 assert!(
-                    paging.dropped > 0 && settled > 0,
+                    paging.dropped > 0 && settled >= 10,
                     "{case}: {settled} settled"
                 );
             } else {

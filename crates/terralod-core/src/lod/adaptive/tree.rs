@@ -211,6 +211,9 @@ const PAGE_ROOTS: u32 = 1 << 31;
 /// The first slot of a page that is not in the pool.
 pub(super) const NOT_RESIDENT: u32 = u32::MAX;
 
+/// Pools hold fewer slots than this.
+pub(super) const MAX_SLOTS: usize = PAGE_ROOTS as usize;
+
 /// The page table's entry for page root `id` in its word.
 #[inline(always)]
 fn page_index(word: RankWord, id: u32) -> usize {
@@ -317,9 +320,9 @@ impl SquareTree {
     #[inline]
     pub fn missing_page(&self, id: u32) -> Option<usize> {
         let word = self.rank[(id >> 6) as usize];
-        ((word.bits >> (id & 63)) & 1 != 0 && word.base >= PAGE_ROOTS)
-            .then(|| page_index(word, id))
-            .filter(|&j| self.pages[j].first == NOT_RESIDENT)
+        let root = (word.bits >> (id & 63)) & 1 != 0 && word.base >= PAGE_ROOTS;
+        let page = root.then(|| page_index(word, id));
+        page.filter(|&j| self.pages[j].first == NOT_RESIDENT)
     }
 
     /// The first slot of the children of `id` (which must have children).
@@ -508,11 +511,17 @@ impl SquareTree {
         self.rank.resize(n / WORD, RankWord::default());
     }
 
-    /// Overwrites a run's walk data (rank words, blocks' parents) with values that lead
-    /// astray, for tests that show nothing reads it.
+    /// Overwrites a run (records, heights, rank words, blocks' parents) with values
+    /// that would draw and lead astray, for tests that show nothing reads it.
     #[cfg(test)]
-    pub fn scribble_walk_data(&mut self, from: u32, len: u32) {
+    pub fn scribble(&mut self, from: u32, len: u32) {
         let (from, len) = (from as usize, len as usize);
+        let junk = self.records[ROOT as usize];
+        self.records[from..from + len].fill(junk);
+        match &mut self.vertex_heights {
+            VertexHeights::Codes(v) => v[from..from + len].fill([u16::MAX; 3]),
+            VertexHeights::Floats(v) => v[from..from + len].fill([1e6; 3]),
+        }
         for word in &mut self.rank[from / WORD..(from + len) / WORD] {
             *word = RankWord {
                 bits: u64::MAX,

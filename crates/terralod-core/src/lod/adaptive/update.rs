@@ -181,19 +181,24 @@ impl AdaptiveLod<'_> {
         let id = sq.id as usize;
         let wanted = sq.level == 0 || self.state[id] & WANTED != 0;
         let aabb = self.tree.aabb(sq);
-        // Below the page roots, what a square enables can reach the pages around its own:
-        // while one is missing it wants nothing (module docs of `paging`).
-        let blocked = match &mut self.paging {
-            Some(paging) if sq.level > paging.level => paging.blocks(&self.tree, sq),
-            _ => false,
-        };
         // One frustum test for the square's own tests; its children need their own only
         // when it crosses the frustum.
-        let (containment, mut slack) = if wanted && !blocked {
+        let (mut containment, mut slack) = if wanted {
             tester.classify_slack(&aabb)
         } else {
             (Containment::Outside, f32::INFINITY)
         };
+        // Below the page roots, what a square enables can reach the pages around its own:
+        // while one is missing, a square that could enable anything (wanted and in view)
+        // wants nothing and asks for them (module docs of `paging`).
+        let blocked = containment != Containment::Outside
+            && match &mut self.paging {
+                Some(paging) if sq.level > paging.level => paging.blocks(&self.tree, sq),
+                _ => false,
+            };
+        if blocked {
+            containment = Containment::Outside;
+        }
         let mut side_bits = 0;
         if containment != Containment::Outside {
             let fan = self.tree.records[id].fan_error();
@@ -225,10 +230,10 @@ impl AdaptiveLod<'_> {
         // A missing page root whose subtree test fails asks for its page.
         let waiting = if let Some(paging) = &mut self.paging
             && let Some(j) = self.tree.missing_page(sq.id)
-            && (self.tree.straddles(sq)
-                || containment != Containment::Outside
-                    && tester.fails(self.tree.records[id].subtree_error(), &aabb))
+            && containment != Containment::Outside
+            && tester.fails(self.tree.records[id].subtree_error(), &aabb)
         {
+            debug_assert!(!self.tree.straddles(sq), "a pinned page is missing");
             paging.wait_for(j);
             true
         } else {

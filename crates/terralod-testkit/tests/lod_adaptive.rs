@@ -24,7 +24,12 @@ use terralod_testkit::{check_mesh, measure_error};
 
 /// A terrain, a walk of cameras over it (with and without culling), and a tolerance.
 fn arb_walk() -> impl Strategy<Value = (Heightfield, Vec<(Camera, bool)>, f32)> {
-    arb_heightfield(40)
+    arb_walk_over(40)
+}
+
+/// [`arb_walk`] over terrains of up to `max_side` samples a side.
+fn arb_walk_over(max_side: u32) -> impl Strategy<Value = (Heightfield, Vec<(Camera, bool)>, f32)> {
+    arb_heightfield(max_side)
         .prop_map(exact_heights)
         .prop_flat_map(|field| {
             let walk = prop::collection::vec((arb_camera(&field), any::<bool>()), 2..10);
@@ -129,7 +134,7 @@ proptest! {
     /// without paging and within τ.
     #[test]
     fn pages_in_frames_stay_watertight_and_settle_to_fresh_selections(
-        (field, walk, tolerance) in arb_walk(),
+        (field, walk, tolerance) in arb_walk_over(72),
         page_cells in prop::sample::select(vec![4u32, 8]),
         frames in 1u32..16,
     ) {

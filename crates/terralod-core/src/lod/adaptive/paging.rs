@@ -43,6 +43,8 @@ pub(super) struct Paging {
     frame_slots: u32,
     /// First slots of the frames holding no page.
     free: Vec<u32>,
+    /// The pages in frames (what a search for a page to drop looks at).
+    held: Vec<u32>,
     /// Per page, the update that last asked for it.
     asked_at: Vec<u64>,
     /// Pages asked for in the last update, each once (a square that still wants a page
@@ -98,6 +100,7 @@ impl Paging {
             pinned,
             frame_slots,
             free,
+            held: Vec::with_capacity(frames),
             asked_at: vec![0; roots.len()],
             queue: Vec::new(),
             queued: vec![false; roots.len()],
@@ -113,9 +116,12 @@ impl Paging {
             if paging.pinned[j] {
                 let frame = paging.free.pop().expect("a frame per pinned page");
                 live.copy_page(&paging.store, j, frame);
+                paging.held.push(j as u32);
             }
         }
-        paging.update_complete(&live);
+        for j in 0..paging.roots.len() {
+            paging.complete[j] = paging.around_in_pool(&live, j);
+        }
         Ok((live, paging))
     }
 
@@ -204,18 +210,23 @@ impl Paging {
             let frame = match self.free.pop() {
                 Some(frame) => frame,
                 None => {
-                    let victim = (0..self.roots.len())
-                        .filter(|&k| self.droppable(tree, state, k))
-                        .min_by_key(|&k| self.asked_at[k]);
-                    let Some(k) = victim else {
+                    let victim = (0..self.held.len())
+                        .filter(|&h| self.droppable(tree, state, self.held[h] as usize))
+                        .min_by_key(|&h| self.asked_at[self.held[h] as usize]);
+                    let Some(h) = victim else {
                         continue;
                     };
+                    let k = self.held.swap_remove(h) as usize;
                     self.dropped += 1;
-                    tree.drop_page(k).first
+                    let frame = tree.drop_page(k).first;
+                    self.refresh_around(tree, k);
+                    frame
                 }
             };
             tree.copy_page(&self.store, j, frame);
+            self.held.push(j as u32);
             self.copied_in += 1;
+            self.refresh_around(tree, j);
             let run = frame as usize..(frame + self.frame_slots) as usize;
             state[run.clone()].fill(0);
             deadline[run].fill(EXPIRED);
@@ -223,16 +234,29 @@ impl Paging {
         }
         queue.clear();
         self.queue = queue;
-        if changed {
-            self.update_complete(tree);
-        }
         changed
     }
 
-    fn update_complete(&mut self, tree: &SquareTree) {
-        for (j, root) in self.roots.iter().enumerate() {
-            self.complete[j] = around(&self.grid, self.nx, self.nz, root.ix, root.iz)
-                .all(|k| tree.pages()[k as usize].first != NOT_RESIDENT);
+    /// Whether the pages around page `j` (itself included) are all in the pool.
+    fn around_in_pool(&self, tree: &SquareTree, j: usize) -> bool {
+        let root = self.roots[j];
+        around(&self.grid, self.nx, self.nz, root.ix, root.iz)
+            .all(|k| tree.pages()[k as usize].first != NOT_RESIDENT)
+    }
+
+    /// Page `j` came or went: refreshes the "all around in the pool" flags it takes part
+    /// in (its own and its neighbours').
+    fn refresh_around(&mut self, tree: &SquareTree, j: usize) {
+        let root = self.roots[j];
+        let mut near = [NO_PAGE; 9];
+        for (slot, k) in near
+            .iter_mut()
+            .zip(around(&self.grid, self.nx, self.nz, root.ix, root.iz))
+        {
+            *slot = k;
+        }
+        for k in near.into_iter().filter(|&k| k != NO_PAGE) {
+            self.complete[k as usize] = self.around_in_pool(tree, k as usize);
         }
     }
 }

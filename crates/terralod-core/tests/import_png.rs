@@ -44,18 +44,6 @@ fn assert_same_import(path: &Path, options: &LoadOptions, spool_dir: &Path) {
     assert!(spool_files(spool_dir).is_empty(), "the spool is removed");
 }
 
-/// Spool files left in `dir`.
-fn spool_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("a readable directory")
-        .map(|entry| entry.expect("an entry").path())
-        .filter(|path| {
-            path.file_name()
-                .is_some_and(|name| name.to_string_lossy().starts_with(".terralod-png-spool-"))
-        })
-        .collect()
-}
-
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, bytes).expect("a writable scratch directory");

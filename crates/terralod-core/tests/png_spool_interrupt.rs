@@ -6,7 +6,7 @@
 mod io_common;
 
 use io_common::*;
-use std::cell::Cell;
+use std::cell::RefCell;
 use terralod_core::io::LoadOptions;
 use terralod_core::io::interrupt;
 use terralod_core::tiles::{PngFileSource, TileError};
@@ -28,14 +28,12 @@ fn an_interruption_stops_the_spool_at_the_next_row_and_removes_it() {
     // Reports come every 64 rows: the interruption arrives with the second (row 64). Only
     // a check made for each row stops the decode before its last row, 99; one made every
     // 64 rows, or none, lets it finish.
-    let reports = Cell::new(Vec::new());
+    let reports = RefCell::new(Vec::new());
     let result = PngFileSource::spool(&path, &LoadOptions::default(), &dir, &|done, _| {
-        let mut seen = reports.take();
-        seen.push(done);
+        reports.borrow_mut().push(done);
         if done == 64 {
             interrupt::request();
         }
-        reports.set(seen);
     });
     assert!(
         matches!(result, Err(TileError::Interrupted)),
@@ -43,10 +41,6 @@ fn an_interruption_stops_the_spool_at_the_next_row_and_removes_it() {
         result.map(|_| ())
     );
     assert_eq!(reports.take(), [0, 64], "stopped before the next report");
-    let left: Vec<_> = std::fs::read_dir(&dir)
-        .expect("a readable directory")
-        .map(|entry| entry.expect("an entry").file_name())
-        .filter(|name| name.to_string_lossy().starts_with(".terralod-png-spool-"))
-        .collect();
+    let left = spool_files(&dir);
     assert!(left.is_empty(), "spool left: {left:?}");
 }

@@ -24,6 +24,18 @@ pub fn shared_data(name: &str) -> Option<PathBuf> {
     }
 }
 
+/// The PNG spool files (`PngFileSource::spool`) left in `dir`.
+pub fn spool_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("a readable directory")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with(".terralod-png-spool-"))
+        })
+        .collect()
+}
+
 /// An empty scratch folder for one test.
 pub fn scratch_dir(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("io-{test}"));

@@ -753,9 +753,7 @@ impl<'a> AdaptiveLod<'a> {
     /// With frames for pages ([`AdaptiveOptions::page_frames`]): what they hold and did.
     pub fn paging(&self) -> Option<PagingStats> {
         self.paging.as_ref().map(|p| PagingStats {
-            resident: (self.tree.pages().iter())
-                .filter(|p| p.first != tree::NOT_RESIDENT)
-                .count(),
+            resident: p.resident(),
             frames: p.frames(),
             held_back: p.held_back,
             copied_in: p.copied_in,

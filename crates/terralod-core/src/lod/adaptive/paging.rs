@@ -55,7 +55,6 @@ pub(super) struct Paging {
     update: u64,
     /// Squares that waited for a page in the last update.
     pub held_back: usize,
-    frames: usize,
     /// Pages copied in and dropped so far.
     pub copied_in: usize,
     pub dropped: usize,
@@ -86,10 +85,10 @@ impl Paging {
         if top + frames * frame_slots as usize >= MAX_SLOTS {
             return Err(Box::new(tree));
         }
-        let (mut live, start) = tree.top_with_frames(frames, frame_slots as usize);
+        let mut live = tree.top_with_frames(frames, frame_slots as usize);
         let free = (0..frames)
             .rev()
-            .map(|f| (start + f * frame_slots as usize) as u32)
+            .map(|f| (top + f * frame_slots as usize) as u32)
             .collect();
         let mut paging = Paging {
             level,
@@ -107,7 +106,6 @@ impl Paging {
             roots,
             update: 0,
             held_back: 0,
-            frames,
             copied_in: 0,
             dropped: 0,
             store: tree,
@@ -127,7 +125,12 @@ impl Paging {
 
     /// Number of frames.
     pub fn frames(&self) -> usize {
-        self.frames
+        self.free.len() + self.held.len()
+    }
+
+    /// Number of pages in frames.
+    pub fn resident(&self) -> usize {
+        self.held.len()
     }
 
     /// Bytes of the copy pages come from.
@@ -151,15 +154,8 @@ impl Paging {
         if self.complete[self.grid[(pz * self.nx + px) as usize] as usize] {
             return false;
         }
-        let mut pages = [NO_PAGE; 9];
-        for (slot, j) in pages
-            .iter_mut()
-            .zip(around(&self.grid, self.nx, self.nz, px, pz))
-        {
-            *slot = j;
-        }
         let mut missing = false;
-        for j in pages.into_iter().filter(|&j| j != NO_PAGE) {
+        for j in around(&self.grid, self.nx, self.nz, px, pz) {
             if tree.pages()[j as usize].first == NOT_RESIDENT {
                 self.ask(j);
                 missing = true;
@@ -248,24 +244,20 @@ impl Paging {
     /// in (its own and its neighbours').
     fn refresh_around(&mut self, tree: &SquareTree, j: usize) {
         let root = self.roots[j];
-        let mut near = [NO_PAGE; 9];
-        for (slot, k) in near
-            .iter_mut()
-            .zip(around(&self.grid, self.nx, self.nz, root.ix, root.iz))
-        {
-            *slot = k;
-        }
-        for k in near.into_iter().filter(|&k| k != NO_PAGE) {
+        for k in around(&self.grid, self.nx, self.nz, root.ix, root.iz) {
             self.complete[k as usize] = self.around_in_pool(tree, k as usize);
         }
     }
 }
 
 /// The pages of the 3 × 3 positions around `(px, pz)` on the roots' level (itself
-/// included).
-fn around(grid: &[u32], nx: u32, nz: u32, px: u32, pz: u32) -> impl Iterator<Item = u32> + '_ {
-    (pz.saturating_sub(1)..(pz + 2).min(nz))
-        .flat_map(move |z| (px.saturating_sub(1)..(px + 2).min(nx)).map(move |x| (x, z)))
-        .map(move |(x, z)| grid[(z * nx + x) as usize])
-        .filter(|&j| j != NO_PAGE)
+/// included), read out of `grid` first, so the caller may change the paging meanwhile.
+fn around(grid: &[u32], nx: u32, nz: u32, px: u32, pz: u32) -> impl Iterator<Item = u32> + use<> {
+    let mut near = [NO_PAGE; 9];
+    let positions = (pz.saturating_sub(1)..(pz + 2).min(nz))
+        .flat_map(|z| (px.saturating_sub(1)..(px + 2).min(nx)).map(move |x| (x, z)));
+    for (slot, (x, z)) in near.iter_mut().zip(positions) {
+        *slot = grid[(z * nx + x) as usize];
+    }
+    near.into_iter().filter(|&j| j != NO_PAGE)
 }

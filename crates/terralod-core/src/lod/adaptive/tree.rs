@@ -579,9 +579,9 @@ impl SquareTree {
     }
 
     /// The top alone (every page dropped, the pool cut after the top) with `frames` runs
-    /// of `frame_slots` empty slots after it (a multiple of 64); the first slot of the
-    /// first run. The tree must have pages, as laid out.
-    pub fn top_with_frames(&self, frames: usize, frame_slots: usize) -> (SquareTree, usize) {
+    /// of `frame_slots` empty slots after it (a multiple of 64), the first of them where
+    /// the first page began. The tree must have pages, as laid out.
+    pub fn top_with_frames(&self, frames: usize, frame_slots: usize) -> SquareTree {
         let top = self.pages[0].first as usize;
         let mut tree = SquareTree {
             records: self.records[..top].to_vec(),
@@ -611,7 +611,7 @@ impl SquareTree {
             leaf_error: self.leaf_error,
         };
         tree.grow(frames * frame_slots);
-        (tree, top)
+        tree
     }
 
     /// The page roots, in the page table's order.

@@ -8,9 +8,12 @@
 //! there plus bumps (16-bit: ±1 raw unit, ±10 m; float: ±0.5 m). A plain
 //! binary for profilers (`valgrind --tool=callgrind`). Run:
 //! With a sixth argument `n > 0`, algorithm A holds its pages (256-cell squares' subtrees)
-//! in `n` frames (A8 step 2) and reports what they did. Run:
+//! in `n` frames (A8 step 2) and reports what they did; with a seventh, `disk`, the pages
+//! wait in a page file in the temporary folder, read on a loader thread (A8 step 3), and
+//! the first pass over the flight (pages coming in) is timed frame by frame. Run:
 //! `cargo run --release -p terralod-benches --example adaptive_frames [rounds] [step_m]
-//! [build_tolerance_m] [none|u16|f32] [subdivision, default 4] [page frames, default 0]`.
+//! [build_tolerance_m] [none|u16|f32] [subdivision, default 4] [page frames, default 0]
+//! [memory|disk]`.
 
 use glam::Vec3;
 use std::time::Instant;
@@ -41,6 +44,7 @@ fn main() {
         .nth(6)
         .and_then(|a| a.parse().ok())
         .unwrap_or(0);
+    let on_disk = std::env::args().nth(7).is_some_and(|a| a == "disk");
     let Some(field) = load_gcanyon() else {
         return;
     };
@@ -65,13 +69,23 @@ fn main() {
         }
         None => AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options),
     };
+    let built_ms = built.elapsed().as_secs_f64() * 1e3;
+    if on_disk {
+        let spooled = Instant::now();
+        lod.spool_pages(&std::env::temp_dir())
+            .expect("pages written to the temporary folder");
+        println!(
+            "  pages written to {} in {:.0} ms",
+            lod.page_file().expect("on disk").display(),
+            spooled.elapsed().as_secs_f64() * 1e3
+        );
+    }
     println!(
         "build tolerance {tolerance} m, detail {kind:?}: {} squares ({} pool slots, {} pages) built \
-         in {:.0} ms, {} static + {} state bytes = {:.2} bytes per square",
+         in {built_ms:.0} ms, {} static + {} state bytes = {:.2} bytes per square",
         lod.squares(),
         lod.pool_slots(),
         lod.pages(),
-        built.elapsed().as_secs_f64() * 1e3,
         lod.static_bytes(),
         lod.state_bytes(),
         lod.bytes_per_square(),
@@ -79,8 +93,36 @@ fn main() {
     let eye0 = Vec3::new(60_000.0, 2_500.0, 61_440.0);
     let heading = (Vec3::new(160_000.0, 1_000.0, 70_000.0) - eye0).normalize();
     let views = straight_flight(eye0, heading, step, 64);
-    for view in &views {
+    // The first pass: the pages the flight wants come in (with frames for pages).
+    let (mut first, mut longest, mut total, mut waited) = (0.0, 0.0f64, 0.0, 0);
+    for (i, view) in views.iter().enumerate() {
+        let started = Instant::now();
         lod.select(view);
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        if i == 0 {
+            first = ms;
+        } else {
+            (longest, total) = (longest.max(ms), total + ms);
+        }
+        waited += lod.paging().map_or(0, |p| usize::from(p.held_back > 0));
+    }
+    if let Some(paging) = lod.paging() {
+        println!(
+            "  first pass: frame 0 (from scratch) {first:.2} ms, then longest {longest:.2} ms, \
+             mean {:.2} ms; {waited} of {} frames held something back; pages read from disk {} \
+             ({:.1} MB), copied in {}; longest start of an update (pages taken in) {:.3} ms",
+            total / (views.len() - 1) as f64,
+            views.len(),
+            paging.loaded,
+            paging.bytes_read as f64 / 1e6,
+            paging.copied_in,
+            paging.longest_serve.as_secs_f64() * 1e3,
+        );
+        // Then every page the flight asks for, so the runs below time selection alone.
+        for view in &views {
+            lod.await_pages();
+            lod.select(view);
+        }
     }
     let frames = rounds * views.len();
     let time = |lod: &mut AdaptiveLod<'_>, reset: bool, update_only: bool| {

@@ -127,8 +127,9 @@ proptest! {
         }
     }
 
-    /// A8 step 2: pages of 4 or 8 cells in a few frames (at least nine beyond those that
-    /// never leave), coming and going along the walk
+    /// A8 steps 2 and 3: pages of 4 or 8 cells in a few frames (at least nine beyond
+    /// those that never leave), coming and going along the walk, from memory or from
+    /// disk (read in the background, awaited before each update or not)
     /// (each view selected until an update holds nothing back, at most 8 times): every
     /// frame watertight, and a frame that held nothing back equal to a fresh selection
     /// without paging and within τ.
@@ -137,14 +138,21 @@ proptest! {
         (field, walk, tolerance) in arb_walk_over(72),
         page_cells in prop::sample::select(vec![4u32, 8]),
         frames in 1u32..16,
+        (on_disk, awaited) in (any::<bool>(), any::<bool>()),
     ) {
         let pyramid = Pyramid::build(&field);
         let options = AdaptiveOptions::default().with_page_cells(page_cells);
         let mut paged = AdaptiveLod::with_options(
             &field, &pyramid, LodOptions::default(), options.with_page_frames(frames));
+        if on_disk && paged.paging().is_some() {
+            paged.spool_pages(&std::env::temp_dir()).expect("pages written");
+        }
         for (camera, cull) in &walk {
             let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
             for _ in 0..8 {
+                if awaited {
+                    paged.await_pages();
+                }
                 let selection = paged.select(&view);
                 let carried = frame(&selection);
                 let mesh = selection.to_mesh(&field);

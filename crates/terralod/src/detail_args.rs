@@ -89,13 +89,8 @@ pub fn build_algorithm<'a>(
     match detail {
         Some(detail) if entry.name == "adaptive" => {
             check_indices(field.width(), field.height())?;
-            Ok(Box::new(AdaptiveLod::with_detail(
-                field,
-                pyramid,
-                *options,
-                options.adaptive,
-                detail,
-            )?))
+            let lod = AdaptiveLod::with_detail(field, pyramid, *options, options.adaptive, detail)?;
+            Ok(Box::new(lod.with_pages_in(&std::env::temp_dir())?))
         }
         _ => Ok(entry.build(field, pyramid, options)?),
     }

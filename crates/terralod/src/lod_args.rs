@@ -7,7 +7,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use terralod_core::Camera;
 use terralod_core::lod::{
-    self, AdaptiveOptions, AlgorithmEntry, ChunkedOptions, LodOptions, PatchOptions, View,
+    self, AdaptiveOptions, AlgorithmEntry, ChunkedOptions, LodAlgorithm, LodOptions, PatchOptions,
+    View,
 };
 
 #[derive(Debug, Args)]
@@ -59,6 +60,18 @@ pub struct AlgorithmOptionArgs {
     /// pop (0 to 90; 0: refine only what is in view). [default: 5]
     #[arg(long, value_name = "DEG", value_parser = parse_guard_degrees)]
     pub adaptive_guard: Option<f32>,
+    /// Algorithm adaptive: hold at most N pages (the subtrees of its --page-cells
+    /// squares; at least nine more than those at the terrain's far edges, which stay) in
+    /// memory, with the others in a page file in the temporary folder ($TMPDIR), read in
+    /// the background when a view wants them; ground waiting for a page is drawn coarser
+    /// meanwhile, and a still image or export waits for it (0, or a terrain without a
+    /// page: the whole tree in memory). [default: 0]
+    #[arg(long, value_name = "N")]
+    pub page_frames: Option<u32>,
+    /// Algorithm adaptive: cells a side of the squares whose subtrees are its pages (a
+    /// power of two from 2 to 65536). [default: 256]
+    #[arg(long, value_name = "N", value_parser = parse_page_cells)]
+    pub page_cells: Option<u32>,
     /// Algorithm P (patches): pool slots allocated at start. [default: 1024]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub pool_capacity: Option<u32>,
@@ -92,6 +105,11 @@ impl AlgorithmOptionArgs {
                 .with_morph(!self.adaptive_no_morph)
                 .with_linf_test(self.adaptive_linf)
                 .with_build_tolerance(self.build_tolerance())
+                .with_page_frames(self.page_frames.unwrap_or(0))
+                .with_page_cells(
+                    self.page_cells
+                        .unwrap_or(AdaptiveOptions::DEFAULT_PAGE_CELLS),
+                )
                 .with_guard_angle(
                     self.adaptive_guard
                         .unwrap_or(AdaptiveOptions::DEFAULT_GUARD_DEGREES)
@@ -131,6 +149,8 @@ impl AlgorithmOptionArgs {
                 self.adaptive_guard.is_some(),
                 "adaptive",
             ),
+            ("--page-frames", self.page_frames.is_some(), "adaptive"),
+            ("--page-cells", self.page_cells.is_some(), "adaptive"),
             ("--pool-capacity", self.pool_capacity.is_some(), "patches"),
             ("--patch-size", self.patch_size.is_some(), "patches"),
             ("--split-factor", self.split_factor.is_some(), "patches"),
@@ -184,6 +204,15 @@ fn parse_patch_size(text: &str) -> Result<u32, String> {
     }
 }
 
+fn parse_page_cells(text: &str) -> Result<u32, String> {
+    let n: u32 = text.parse().map_err(|e| format!("{e}"))?;
+    if n.is_power_of_two() && (2..=65_536).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is not a power of two from 2 to 65536"))
+    }
+}
+
 fn parse_guard_degrees(text: &str) -> Result<f32, String> {
     let v = parse_non_negative(text)?;
     if v <= 90.0 {
@@ -199,6 +228,39 @@ fn parse_non_negative(text: &str) -> Result<f32, String> {
         Ok(v)
     } else {
         Err(format!("{v} must be finite and at least 0"))
+    }
+}
+
+/// Selections of one view in a row, waiting for the algorithm's background reads
+/// (algorithm A's pages) in between, until no read can bring more of what the view asks
+/// for: so a still image or an export shows the data the view wants. Reads that fail are
+/// reported once each on stderr, and what needed them stays coarser. Refuses a view that
+/// still waits for reads no frame can take (`--page-frames` too small for it).
+pub fn settle_reads(algorithm: &mut dyn LodAlgorithm, view: &View) -> anyhow::Result<()> {
+    // Each round copies in at least one page (or the reads are over).
+    loop {
+        algorithm.select(view);
+        report_faults(algorithm);
+        let reads = algorithm.reads();
+        if reads.pending == 0 {
+            if reads.held_back > 0 && reads.failed == 0 {
+                bail!(
+                    "--page-frames is too small for this view: {} squares wait for pages \
+                     while every frame holds a page the view needs; raise --page-frames",
+                    reads.held_back
+                );
+            }
+            return Ok(());
+        }
+        algorithm.await_reads();
+    }
+}
+
+/// Shows on stderr the background reads that failed since the last call (each is
+/// reported once by the algorithm).
+pub fn report_faults(algorithm: &mut dyn LodAlgorithm) {
+    for fault in algorithm.take_faults() {
+        eprintln!("warning: {fault}; drawing the ground around it coarser");
     }
 }
 

@@ -987,6 +987,26 @@ fn a_thin_terrain_too_wide_for_the_bintree_is_refused() {
     assert_eq!(json["algorithm"], "quadtree");
 }
 
+/// [`terrain`]'s flags and a camera over it, for algorithm adaptive.
+const ADAPTIVE_VIEW: [&str; 16] = [
+    "--raw-size",
+    "49x37",
+    "--cell-size",
+    "10",
+    "--algo",
+    "adaptive",
+    "--pixel-error",
+    "1",
+    "--eye",
+    "60,160,60",
+    "--target",
+    "300,0,200",
+    "--near",
+    "1",
+    "--far",
+    "10000",
+];
+
 /// `--adaptive-guard DEG` reaches the library: the exported triangle count is the
 /// library's selection with that guard band (which draws differently here, checked through
 /// the library so the test cannot pass with the flag ignored), and a band over 90° is
@@ -1019,29 +1039,10 @@ fn the_adaptive_guard_band_is_the_librarys() {
     let obj_arg = obj.display().to_string();
     for degrees in [0.0f32, 30.0] {
         let guard = degrees.to_string();
-        let json = mesh_json(&[
-            &file,
-            "--raw-size",
-            "49x37",
-            "--cell-size",
-            "10",
-            "--algo",
-            "adaptive",
-            "--pixel-error",
-            "1",
-            "--eye",
-            "60,160,60",
-            "--target",
-            "300,0,200",
-            "--near",
-            "1",
-            "--far",
-            "10000",
-            "--adaptive-guard",
-            &guard,
-            "--out",
-            &obj_arg,
-        ]);
+        let mut args = vec![file.as_str()];
+        args.extend_from_slice(&ADAPTIVE_VIEW);
+        args.extend_from_slice(&["--adaptive-guard", &guard, "--out", &obj_arg]);
+        let json = mesh_json(&args);
         assert_eq!(
             json["triangles"].as_u64(),
             Some(library(degrees)),
@@ -1059,6 +1060,56 @@ fn the_adaptive_guard_band_is_the_librarys() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("more than 90 degrees"), "{stderr}");
+}
+
+/// `--page-frames N --page-cells C` (A8): the export waits for the pages its view asks
+/// for, read back from a page file in $TMPDIR, so it is the mesh without paging; the page
+/// file is gone when the command ends; frames too few for the view are refused in one
+/// line, nothing written.
+#[test]
+fn paged_exports_wait_for_their_pages() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let spool = dir.path().join("spool");
+    std::fs::create_dir(&spool).expect("a spool folder");
+    let out = |name: &str| dir.path().join(name).display().to_string();
+    let (plain, paged, refused) = (out("plain.obj"), out("paged.obj"), out("refused.obj"));
+    let run = |extra: &[&str], obj: &str| {
+        let mut args = vec!["mesh", &file];
+        args.extend_from_slice(&ADAPTIVE_VIEW);
+        args.extend_from_slice(&["--out", obj]);
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_terralod"))
+            .args(&args)
+            .env("TMPDIR", &spool)
+            .output()
+            .expect("the terralod binary runs")
+    };
+    let pages = ["--page-cells", "8", "--page-frames"];
+    for (extra, obj) in [
+        (&[][..], &plain),
+        (&[&pages[..], &["40"]].concat()[..], &paged),
+    ] {
+        let output = run(extra, obj);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let read = |path: &str| std::fs::read(path).expect("the OBJ exists");
+    assert!(read(&plain) == read(&paged), "the paged export differs");
+    let output = run(&[&pages[..], &["10"]].concat(), &refused);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--page-frames is too small for this view"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!Path::new(&refused).exists());
+    let left: Vec<_> = std::fs::read_dir(&spool).expect("readable").collect();
+    assert!(left.is_empty(), "left in $TMPDIR: {left:?}");
 }
 
 /// An algorithm's own flags given to a command that runs another algorithm are refused
@@ -1080,7 +1131,7 @@ fn another_algorithms_flags_are_refused_not_ignored() {
         "--size",
         "320x180",
     ];
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["--adaptive-guard", "3"],
             "--adaptive-guard is an option of algorithm adaptive: give --algo adaptive",
@@ -1108,6 +1159,14 @@ fn another_algorithms_flags_are_refused_not_ignored() {
         (
             &["--algo", "chunked", "--error-aware", "--lod-distance", "3"],
             "--lod-distance sets chunked's levels by distance",
+        ),
+        (
+            &["--algo", "quadtree", "--page-frames", "4"],
+            "--page-frames is an option of algorithm adaptive",
+        ),
+        (
+            &["--page-cells", "64"],
+            "--page-cells is an option of algorithm adaptive",
         ),
     ];
     for (command, out) in [("mesh", &obj), ("render", &png)] {

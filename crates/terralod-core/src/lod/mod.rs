@@ -44,7 +44,7 @@ use glam::{Vec3, Vec4};
 use std::collections::HashMap;
 use std::time::Duration;
 
-pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError, PagingStats};
+pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError, PageError, PagingStats};
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod, PoolError};
@@ -806,6 +806,34 @@ pub trait LodAlgorithm: Send {
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
         let _ = out;
     }
+
+    /// What the last [`LodAlgorithm::select`] left to data read in the background
+    /// (algorithm A's pages on disk): a still image selects again, after
+    /// [`LodAlgorithm::await_reads`], while something is pending. Default: nothing.
+    fn reads(&self) -> Reads {
+        Reads::default()
+    }
+
+    /// Blocks until the background reads asked for so far are done (the next selection
+    /// uses them). Default: nothing to wait for.
+    fn await_reads(&mut self) {}
+
+    /// Data that could not be read in the background since the last call (a corrupt
+    /// page), each reported once; what needed it is drawn coarser. Default: none.
+    fn take_faults(&mut self) -> Vec<Box<dyn std::error::Error + Send + Sync>> {
+        Vec::new()
+    }
+}
+
+/// Background reads as the last selection left them ([`LodAlgorithm::reads`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// Pieces drawn coarser than the view wants for want of data (algorithm A: squares).
+    pub held_back: usize,
+    /// Reads that selecting again can use: under way, or possible now.
+    pub pending: usize,
+    /// Reads that failed so far (never tried again).
+    pub failed: usize,
 }
 
 /// What a streaming selection counted in its last frame, in its own units (the blocks of
@@ -886,6 +914,8 @@ pub enum BuildError {
     BintreeTooLarge { side: u32, width: u32, height: u32 },
     #[error(transparent)]
     Pool(#[from] PoolError),
+    #[error(transparent)]
+    Pages(#[from] PageError),
 }
 
 /// Refuses a terrain whose grid (plus the repeated border column and row the algorithms
@@ -992,7 +1022,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                      sub-square its parent's edge vertices at its corners",
         uses_pyramid: true,
         construct: |field, pyramid, options| {
-            Ok(Box::new(AdaptiveLod::new(field, pyramid, *options)))
+            let lod = AdaptiveLod::new(field, pyramid, *options);
+            Ok(Box::new(lod.with_pages_in(&std::env::temp_dir())?))
         },
         stream: None,
     },

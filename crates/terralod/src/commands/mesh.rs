@@ -5,6 +5,7 @@ use crate::camera_args::CameraArgs;
 use crate::camera_path::{Pose, read_path};
 use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
+use crate::lod_args::settle_reads;
 use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
@@ -339,12 +340,19 @@ fn select_loaded(
         ..field.mapping()
     };
     if walk.is_none() {
-        // The first frame grows the buffers; the second is the steady-state cost we report.
-        algorithm.select(&views[0]);
+        // The first frame grows the buffers (and waits for the pages the view asks for);
+        // the next is the steady-state cost we report.
+        settle_reads(&mut *algorithm, &views[0])?;
     }
     let last = views.len() - 1;
     let mut mesh = GridMesh::default();
+    let paged = args.lod.algorithm.page_frames.is_some_and(|n| n > 0);
     for (frame, view) in views.iter().enumerate() {
+        // A walk's frames draw what is in memory when they come; the last one waits for
+        // its pages, as a single view does.
+        if walk.is_some() && frame == last && paged {
+            settle_reads(&mut *algorithm, view)?;
+        }
         let selection = algorithm.select(view);
         let wanted = frame == last || walk.is_some_and(Walk::writes_frames);
         let drawn = wanted.then(|| selection.to_mesh(field));

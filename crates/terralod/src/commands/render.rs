@@ -4,6 +4,7 @@
 use crate::camera_args::CameraArgs;
 use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
+use crate::lod_args::settle_reads;
 use crate::look_args::LookArgs;
 use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, settle};
 use crate::terrain_args::{TerrainArgs, regular_file_len};
@@ -105,8 +106,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         }
         None => build_algorithm(entry, field, &pyramid, &args.lod.options(), detail.as_ref())?,
     };
-    // The first frame grows the buffers; the second is the steady-state selection drawn.
-    algorithm.select(&view);
+    // The first frame grows the buffers (and waits for the pages the view asks for); the
+    // next is the steady-state selection drawn.
+    settle_reads(&mut *algorithm, &view)?;
 
     let mut lines = DebugLines::new();
     if args.look.boxes {

@@ -411,6 +411,7 @@ impl<'a> App<'a> {
                 .prepare(&gpu.ctx, &selection, &settings, &self.lines);
         }
         self.stats = *self.algorithm.stats();
+        crate::lod_args::report_faults(&mut *self.algorithm);
 
         // The HUD.
         let raw_input = gpu.egui_state.take_egui_input(&gpu.window);

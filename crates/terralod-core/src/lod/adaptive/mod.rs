@@ -118,6 +118,7 @@
 //! nothing itself, so exactly the extent rectangle is drawn.
 
 mod detail;
+mod page_file;
 mod paging;
 mod recorded;
 mod records;
@@ -127,6 +128,7 @@ mod tree;
 mod update;
 
 pub use detail::{Detail, DetailError};
+pub use page_file::PageError;
 
 use super::{GridVertices, LodAlgorithm, LodOptions, Selection, SelectionStats, View};
 use crate::camera::{Aabb, Containment, Frustum};
@@ -564,6 +566,17 @@ pub struct PagingStats {
     /// Pages copied in and dropped so far.
     pub copied_in: usize,
     pub dropped: usize,
+    /// Whether the pages wait on disk ([`AdaptiveLod::spool_pages`]), else in memory.
+    pub on_disk: bool,
+    /// Pages read from disk so far, being read now, and that could not be read.
+    pub loaded: usize,
+    pub loading: usize,
+    pub failures: usize,
+    /// Bytes of the page file read so far.
+    pub bytes_read: u64,
+    /// The longest time an update spent taking pages in and copying them to frames
+    /// (never reading: the loader thread reads).
+    pub longest_serve: std::time::Duration,
 }
 
 /// Algorithm A. Owns its sparse tree (built from a heightfield, whose heights it then holds
@@ -758,7 +771,52 @@ impl<'a> AdaptiveLod<'a> {
             held_back: p.held_back,
             copied_in: p.copied_in,
             dropped: p.dropped,
+            on_disk: p.spool_path().is_some(),
+            loaded: p.loaded,
+            loading: p.loading(),
+            failures: p.failures,
+            bytes_read: p.bytes_read(),
+            longest_serve: p.longest_serve,
         })
+    }
+
+    /// With frames for pages: moves the pages waiting in memory to a file in `dir` (a
+    /// spool, removed when the algorithm is dropped), read back on a loader thread
+    /// when Update() asks for them; no update waits for a read. On failure (or without
+    /// frames, [`PageError::NotPaged`]) nothing changes and no file is left.
+    pub fn spool_pages(&mut self, dir: &std::path::Path) -> Result<(), PageError> {
+        self.paging.as_mut().ok_or(PageError::NotPaged)?.spool(dir)
+    }
+
+    /// With frames for pages, the algorithm with its pages on disk in `dir`
+    /// ([`AdaptiveLod::spool_pages`]); without, the algorithm as it is. What the registry
+    /// and the command line build: frames are there to bound memory.
+    pub fn with_pages_in(mut self, dir: &std::path::Path) -> Result<Self, PageError> {
+        if self.paging.is_some() {
+            self.spool_pages(dir)?;
+        }
+        Ok(self)
+    }
+
+    /// The page file, when the pages are on disk.
+    pub fn page_file(&self) -> Option<&std::path::Path> {
+        self.paging.as_ref().and_then(|p| p.spool_path())
+    }
+
+    /// Blocks until every page requested from disk has been read (they are copied in
+    /// by the next update): for tests and measurements that want a settled state.
+    pub fn await_pages(&mut self) {
+        if let Some(paging) = &mut self.paging {
+            paging.receive(true);
+        }
+    }
+
+    /// Pages that could not be read from disk since the last call, each reported once
+    /// (their roots stay leaves: the ground around them is drawn coarser).
+    pub fn take_page_faults(&mut self) -> Vec<PageError> {
+        self.paging
+            .as_mut()
+            .map_or_else(Vec::new, |p| p.take_faults())
     }
 
     /// Number of enabled squares.
@@ -838,8 +896,7 @@ impl<'a> AdaptiveLod<'a> {
     /// Bytes of the static tree (records with their heights, block parents, rank words,
     /// border vertices).
     pub fn static_bytes(&self) -> usize {
-        // With frames for pages, the copy the pages come from is in memory too (until
-        // they are read from disk).
+        // With frames for pages kept in memory, the pages waiting there too.
         self.tree.bytes() + self.paging.as_ref().map_or(0, |p| p.store_bytes())
     }
 
@@ -865,6 +922,9 @@ impl<'a> AdaptiveLod<'a> {
         self.full = self.motion.advance(&topology);
         self.enable_pass(&tester);
         self.disable_pass();
+        if let Some(paging) = &mut self.paging {
+            paging.dispatch(&self.tree, &self.state);
+        }
     }
 
     /// Update()'s frustum: the camera's, widened by the guard band, without a far plane
@@ -980,6 +1040,27 @@ impl LodAlgorithm for AdaptiveLod<'_> {
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
         self.render_buffers.drawn_boxes(self.subtree_depth(), out);
+    }
+
+    fn reads(&self) -> super::Reads {
+        self.paging
+            .as_ref()
+            .map_or_else(super::Reads::default, |p| super::Reads {
+                held_back: p.held_back,
+                pending: p.pending(&self.tree, &self.state),
+                failed: p.failures,
+            })
+    }
+
+    fn await_reads(&mut self) {
+        self.await_pages();
+    }
+
+    fn take_faults(&mut self) -> Vec<Box<dyn std::error::Error + Send + Sync>> {
+        let faults = self.take_page_faults().into_iter();
+        faults
+            .map(|f| Box::new(f) as Box<dyn std::error::Error + Send + Sync>)
+            .collect()
     }
 }
 

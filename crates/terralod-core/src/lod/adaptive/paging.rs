@@ -1,7 +1,9 @@
-//! A8 step 2: algorithm A's pages held in a fixed number of *frames* of the pool, copied
-//! in when Update() wants them and dropped when nothing needs them
-//! (docs/ADAPTIVE_PAGING.md, "Neighbours across pages"). The pages that are not resident
-//! wait in a copy of the tree as built; reading them from disk is step 3.
+//! A8 steps 2 and 3: algorithm A's pages held in a fixed number of *frames* of the pool,
+//! copied in when Update() wants them and dropped when nothing needs them
+//! (docs/ADAPTIVE_PAGING.md, "Neighbours across pages"). The pages wait in memory, as
+//! taken out of the tree as built, or on disk ([`Paging::spool`], `page_file`), read on
+//! a loader thread: a page asked for in one update is requested at its end and copied in
+//! at the start of the first update after it arrived, so no update waits on the disk.
 //!
 //! The rules that keep the mesh whole while pages come and go:
 //!
@@ -17,16 +19,36 @@
 
 use super::Deadline;
 use super::EXPIRED;
-use super::tree::{MAX_SLOTS, NOT_RESIDENT, Sq, SquareTree};
+use super::page_file::{PageError, PageShape, PageSpool};
+use super::tree::{MAX_SLOTS, NOT_RESIDENT, PageData, Sq, SquareTree};
 use super::update::enabled_children;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Pages copied in per update at most, so taking pages in stays a small part of a
+/// frame (a 256-cell page of the Grand Canyon copies in about 0.1 ms; docs/BENCHMARKS.md):
+/// the others wait for the next updates, as pages still being read do.
+pub(super) const PAGES_PER_UPDATE: usize = 8;
 
 /// No page at a position of the roots' level (the square there has no children).
 const NO_PAGE: u32 = u32::MAX;
 
+/// Where the pages that are not in the pool wait.
+#[derive(Debug)]
+enum Store {
+    /// The tree as built, every page in place.
+    Memory(Box<SquareTree>),
+    /// On disk, read by a loader thread.
+    Disk(PageSpool),
+}
+
 #[derive(Debug)]
 pub(super) struct Paging {
-    /// The tree as built, every page in place: where pages are copied from.
-    store: SquareTree,
+    store: Store,
+    /// Levels a page has below its root.
+    depth: u32,
+    /// Whether vertex heights are `f32`.
+    floats: bool,
     /// The page roots' level.
     pub level: u32,
     /// Per position of the roots' level (row-major, `nx` a row), its page or [`NO_PAGE`].
@@ -51,13 +73,27 @@ pub(super) struct Paging {
     /// asks again in the next).
     queue: Vec<u32>,
     queued: Vec<bool>,
+    /// Per page, whether the loader is reading it, and how many it is reading.
+    loading: Vec<bool>,
+    in_flight: usize,
+    /// Pages read but not yet copied in (for want of a frame).
+    ready: Vec<(u32, PageData)>,
+    /// Per page, whether it could not be read (it is never asked for again).
+    failed: Vec<bool>,
+    /// Pages that could not be read, not yet taken ([`Paging::take_faults`]).
+    faults: Vec<PageError>,
     /// Updates so far.
     update: u64,
     /// Squares that waited for a page in the last update.
     pub held_back: usize,
-    /// Pages copied in and dropped so far.
+    /// Pages copied in and dropped so far, read from disk, and found unreadable.
     pub copied_in: usize,
     pub dropped: usize,
+    pub loaded: usize,
+    pub failures: usize,
+    /// The longest start of an update so far (taking in what was read, copying pages in,
+    /// dropping others): what paging adds to a frame.
+    pub longest_serve: Duration,
 }
 
 impl Paging {
@@ -91,6 +127,8 @@ impl Paging {
             .map(|f| (top + f * frame_slots as usize) as u32)
             .collect();
         let mut paging = Paging {
+            depth: (tree.levels.len() - 1) as u32 - level,
+            floats: tree.float_heights(),
             level,
             grid,
             nx: shape.nx,
@@ -103,17 +141,28 @@ impl Paging {
             asked_at: vec![0; roots.len()],
             queue: Vec::new(),
             queued: vec![false; roots.len()],
+            loading: vec![false; roots.len()],
+            in_flight: 0,
+            ready: Vec::new(),
+            failed: vec![false; roots.len()],
+            faults: Vec::new(),
             roots,
             update: 0,
             held_back: 0,
             copied_in: 0,
             dropped: 0,
-            store: tree,
+            loaded: 0,
+            failures: 0,
+            longest_serve: Duration::ZERO,
+            store: Store::Memory(Box::new(tree)),
+        };
+        let Store::Memory(store) = &paging.store else {
+            unreachable!("made in memory")
         };
         for j in 0..paging.roots.len() {
             if paging.pinned[j] {
                 let frame = paging.free.pop().expect("a frame per pinned page");
-                live.copy_page(&paging.store, j, frame);
+                live.page_in(j, paging.roots[j].id, &store.page_out(j), frame);
                 paging.held.push(j as u32);
             }
         }
@@ -133,13 +182,61 @@ impl Paging {
         self.held.len()
     }
 
-    /// Bytes of the copy pages come from.
+    /// Bytes of the pages kept in memory (not on disk) for copying in.
     pub fn store_bytes(&self) -> usize {
-        self.store.bytes()
+        match &self.store {
+            Store::Memory(store) => store.bytes(),
+            Store::Disk(_) => 0,
+        }
     }
 
-    /// Asks for page `j`.
+    /// The page file, when the pages are on disk.
+    pub fn spool_path(&self) -> Option<&Path> {
+        match &self.store {
+            Store::Memory(_) => None,
+            Store::Disk(spool) => Some(spool.path()),
+        }
+    }
+
+    /// Bytes of page files read so far.
+    pub fn bytes_read(&self) -> u64 {
+        match &self.store {
+            Store::Memory(_) => 0,
+            Store::Disk(spool) => spool.bytes_read(),
+        }
+    }
+
+    /// Pages the loader is reading.
+    pub fn loading(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Moves the pages kept in memory to a page file in `dir`, read back by a loader
+    /// thread from now on. On failure the pages stay in memory.
+    pub fn spool(&mut self, dir: &Path) -> Result<(), PageError> {
+        let Store::Memory(store) = &self.store else {
+            return Ok(());
+        };
+        let shape = PageShape {
+            floats: self.floats,
+            depth: self.depth,
+        };
+        // Pinned pages never leave the pool: they are not written.
+        let page = |j: usize| (!self.pinned[j]).then(|| store.page_out(j));
+        self.store = Store::Disk(PageSpool::write(dir, self.roots.len(), page, shape)?);
+        Ok(())
+    }
+
+    /// The pages that could not be read since the last call, each reported once.
+    pub fn take_faults(&mut self) -> Vec<PageError> {
+        std::mem::take(&mut self.faults)
+    }
+
+    /// Asks for page `j` (unless it could not be read).
     fn ask(&mut self, j: u32) {
+        if self.failed[j as usize] {
+            return;
+        }
         self.asked_at[j as usize] = self.update;
         if !std::mem::replace(&mut self.queued[j as usize], true) {
             self.queue.push(j);
@@ -171,66 +268,151 @@ impl Paging {
         self.held_back += 1;
     }
 
-    /// Whether page `j` may leave: resident, not pinned, not asked for in the last update
-    /// (so neither copied in during this one), and no page around it (itself included)
+    /// Whether page `j` may leave at the start of update `update`: resident, not pinned,
+    /// not asked for in the update before (so neither copied in during this one), and no page around it (itself included)
     /// has an enabled child of its root.
-    fn droppable(&self, tree: &SquareTree, state: &[u32], j: usize) -> bool {
+    fn droppable(&self, tree: &SquareTree, state: &[u32], j: usize, update: u64) -> bool {
         let root = self.roots[j];
         tree.pages()[j].first != NOT_RESIDENT
             && !self.pinned[j]
-            && self.asked_at[j] + 1 < self.update
+            && self.asked_at[j] + 1 < update
             && around(&self.grid, self.nx, self.nz, root.ix, root.iz)
                 .all(|k| enabled_children(state[self.roots[k as usize].id as usize]) == 0)
     }
 
-    /// At the start of an update: copies in the pages asked for in the last one, in the
-    /// order asked, dropping the least recently asked droppable pages for frames while
-    /// none is free (the rest are asked for again by whatever still waits for them).
-    /// Returns whether the pool changed.
+    /// Frames the next update can give pages: free, or holding a page that may leave
+    /// then.
+    fn room(&self, tree: &SquareTree, state: &[u32]) -> usize {
+        let next = self.update + 1;
+        let droppable = self
+            .held
+            .iter()
+            .filter(|&&k| self.droppable(tree, state, k as usize, next));
+        self.free.len() + droppable.count()
+    }
+
+    /// Pages the next update can copy in or ask the loader for (as many as it has
+    /// frames for), and those being read: while there are some, selecting again brings
+    /// more of what the view asked for.
+    pub fn pending(&self, tree: &SquareTree, state: &[u32]) -> usize {
+        let missing = self.queue.iter().filter(|&&j| {
+            tree.pages()[j as usize].first == NOT_RESIDENT && !self.loading[j as usize]
+        });
+        missing.count().min(self.room(tree, state)) + self.loading()
+    }
+
+    /// At the end of an update: with the pages on disk, requests the first pages asked
+    /// for, as many as the next update has frames for (free, or holding a page that may
+    /// leave then), that are neither read nor being read; so no page is read only to be
+    /// let go, and once they are read the next update copies in what it would from
+    /// memory.
+    pub fn dispatch(&mut self, tree: &SquareTree, state: &[u32]) {
+        let Store::Disk(spool) = &self.store else {
+            return;
+        };
+        let room = self.room(tree, state);
+        for &j in self.queue.iter().take(room) {
+            let j = j as usize;
+            if !self.loading[j] && !self.ready.iter().any(|&(k, _)| k as usize == j) {
+                spool.request(j as u32);
+                self.loading[j] = true;
+                self.in_flight += 1;
+            }
+        }
+    }
+
+    /// Takes in the pages the loader has read (waiting until it has read every page
+    /// requested, if `wait`): those read become ready, those that failed are reported.
+    pub fn receive(&mut self, wait: bool) {
+        let Store::Disk(spool) = &self.store else {
+            return;
+        };
+        while let Some((j, result)) = spool.receive(wait && self.in_flight > 0) {
+            self.loading[j as usize] = false;
+            self.in_flight -= 1;
+            match result {
+                Ok(page) => {
+                    self.loaded += 1;
+                    self.ready.push((j, page));
+                }
+                Err(fault) => {
+                    self.failures += 1;
+                    self.failed[j as usize] = true;
+                    self.faults.push(fault);
+                }
+            }
+        }
+    }
+
+    /// At the start of an update: copies in the pages asked for in the last one that are
+    /// at hand (in memory, or read from disk), in the order asked and at most
+    /// [`PAGES_PER_UPDATE`], dropping the least
+    /// recently asked droppable pages for frames while none is free; pages read but not
+    /// asked for since are let go (whatever still waits for a page asks again). Returns
+    /// whether the pool changed.
     pub fn serve(
         &mut self,
         tree: &mut SquareTree,
         state: &mut [u32],
         deadline: &mut [Deadline],
     ) -> bool {
+        let started = Instant::now();
         self.held_back = 0;
         self.update += 1;
+        self.receive(false);
         let mut queue = std::mem::take(&mut self.queue);
-        let mut changed = false;
+        let mut copied = 0;
         for &j in &queue {
             let j = j as usize;
             self.queued[j] = false;
-            if tree.pages()[j].first != NOT_RESIDENT {
+            if tree.pages()[j].first != NOT_RESIDENT || copied == PAGES_PER_UPDATE {
                 continue;
             }
-            let frame = match self.free.pop() {
-                Some(frame) => frame,
-                None => {
-                    let victim = (0..self.held.len())
-                        .filter(|&h| self.droppable(tree, state, self.held[h] as usize))
-                        .min_by_key(|&h| self.asked_at[self.held[h] as usize]);
-                    let Some(h) = victim else {
-                        continue;
-                    };
-                    let k = self.held.swap_remove(h) as usize;
-                    self.dropped += 1;
-                    let frame = tree.drop_page(k).first;
-                    self.refresh_around(tree, k);
-                    frame
-                }
+            let ready = self.ready.iter().position(|&(k, _)| k as usize == j);
+            if ready.is_none() && matches!(self.store, Store::Disk(_)) {
+                continue;
+            }
+            let Some(frame) = self.frame(tree, state) else {
+                continue;
             };
-            tree.copy_page(&self.store, j, frame);
+            let page = match (&self.store, ready) {
+                (_, Some(r)) => self.ready.swap_remove(r).1,
+                (Store::Memory(store), None) => store.page_out(j),
+                (Store::Disk(_), None) => unreachable!("checked above"),
+            };
+            tree.page_in(j, self.roots[j].id, &page, frame);
             self.held.push(j as u32);
             self.copied_in += 1;
             self.refresh_around(tree, j);
             let run = frame as usize..(frame + self.frame_slots) as usize;
             state[run.clone()].fill(0);
             deadline[run].fill(EXPIRED);
-            changed = true;
+            copied += 1;
         }
+        let update = self.update;
+        let asked_at = &self.asked_at;
+        self.ready
+            .retain(|&(j, _)| asked_at[j as usize] + 1 >= update);
         queue.clear();
         self.queue = queue;
-        changed
+        self.longest_serve = self.longest_serve.max(started.elapsed());
+        copied > 0
+    }
+
+    /// A frame for a page: a free one, else the frame of the least recently asked page
+    /// that may leave (dropped), else none.
+    fn frame(&mut self, tree: &mut SquareTree, state: &[u32]) -> Option<u32> {
+        if let Some(frame) = self.free.pop() {
+            return Some(frame);
+        }
+        let h = (0..self.held.len())
+            .filter(|&h| self.droppable(tree, state, self.held[h] as usize, self.update))
+            .min_by_key(|&h| self.asked_at[self.held[h] as usize])?;
+        let k = self.held.swap_remove(h) as usize;
+        self.dropped += 1;
+        let frame = tree.drop_page(k).first;
+        self.refresh_around(tree, k);
+        Some(frame)
     }
 
     /// Whether the pages around page `j` (itself included) are all in the pool.

@@ -105,6 +105,36 @@ impl SquareRecord {
     pub fn box_codes(&self) -> (u16, u16) {
         (self.min_y, self.max_y)
     }
+
+    /// The record as stored in a page file: its six codes, little-endian.
+    pub fn to_bytes(self) -> [u8; 12] {
+        let codes = [
+            self.min_y,
+            self.max_y,
+            self.fan_error,
+            self.subtree_error,
+            self.east_error,
+            self.south_error,
+        ];
+        let mut bytes = [0; 12];
+        for (out, code) in bytes.chunks_exact_mut(2).zip(codes) {
+            out.copy_from_slice(&code.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// The record [`SquareRecord::to_bytes`] wrote.
+    pub fn from_bytes(bytes: &[u8; 12]) -> SquareRecord {
+        let code = |i: usize| u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]);
+        SquareRecord {
+            min_y: code(0),
+            max_y: code(1),
+            fan_error: code(2),
+            subtree_error: code(3),
+            east_error: code(4),
+            south_error: code(5),
+        }
+    }
 }
 
 /// A non-negative error rounded up to the 16 high bits of its `f32` (a "bfloat16").

@@ -3,6 +3,7 @@
 
 use super::recorded::MAX_LINKED_LEVELS;
 use super::records::{EAST, SOUTH};
+use super::tree::PageData;
 use super::update::{ENABLED, enabled_children, mid_bit, parent_sides, ref_count};
 use super::*;
 use crate::camera::Camera;
@@ -232,11 +233,12 @@ fn moved_pages_select_what_they_did_in_place() {
             &|j| start + total + pages[j + 1..].iter().map(|p| p.slots).sum::<u32>(),
             &|j| start + pages[j + 1..].iter().map(|p| p.slots).sum::<u32>(),
         ];
+        let roots = tree.page_roots();
         tree.grow(total as usize);
         for (round, to) in moves.iter().enumerate() {
-            let source = tree.clone();
-            for j in 0..pages.len() {
-                tree.copy_page(&source, j, to(j));
+            let detached: Vec<PageData> = (0..pages.len()).map(|j| tree.page_out(j)).collect();
+            for (j, page) in detached.iter().enumerate() {
+                tree.page_in(j, roots[j].id, page, to(j));
             }
             let vacated = if round == 0 { start } else { start + total };
             tree.scribble(vacated, total);
@@ -266,28 +268,9 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
         (75, 45, 7, 8, 30, false),
     ] {
         let field = stepped_field(width, height, seed);
-        let field = if float {
-            let raw = (0..height)
-                .flat_map(|r| (0..width).map(move |c| (c, r)))
-                .map(|(c, r)| field.raw(c, r) + 0.375)
-                .collect();
-            Heightfield::new(width, height, Samples::F32(raw)).expect("valid field")
-        } else {
-            field
-        };
+        let field = if float { float_copy(&field) } else { field };
         let pyramid = Pyramid::build(&field);
-        // A low flight across the terrain and back, looking ahead and down.
-        let (w, d) = field.world_size();
-        let mut views: Vec<View> = (0..40)
-            .map(|step| {
-                let t = (step as f32 / 20.0).min(2.0 - step as f32 / 20.0);
-                let eye = Vec3::new(w * (0.05 + 0.9 * t), 1040.0 + 20.0 * t, d * (0.1 + 0.8 * t));
-                let ahead = 1.0 - 2.0 * (step / 20) as f32;
-                let target = eye + Vec3::new(w * 0.3 * ahead, -60.0, d * 0.2);
-                View::screen(camera(eye, target), 0.5).expect("valid view")
-            })
-            .collect();
-        views.extend(walk(&field, 10));
+        let views = low_flight(&field);
         let options = AdaptiveOptions::default().with_page_cells(cells);
         let build =
             |options| AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
@@ -302,7 +285,8 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
                     paged.reset();
                 }
                 let expected = selections(&mut unpaged, &[*view]);
-                for _ in 0..16 {
+                // Enough updates for the pages a view asks for, a few at a time.
+                for _ in 0..48 {
                     let got = selections(&mut paged, &[*view]);
                     check_invariants(&paged);
                     let stats = paged.paging().expect("paged");
@@ -326,6 +310,237 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
             }
         }
     }
+}
+
+/// A8 step 3: pages read from disk (awaited before each update) give, frame by frame,
+/// what pages kept in memory give: the same selections, pages copied in, dropped and
+/// held back; the page file goes with the algorithm, and the pages' memory with it.
+#[test]
+fn pages_on_disk_select_what_pages_in_memory_do() {
+    // Pages of 32 cells have rank words whose squares' children start before the
+    // word's last square with children.
+    for (width, height, seed, cells, frames, float) in [
+        (129, 129, 3, 8, 20, false),
+        (97, 41, 5, 8, 24, true),
+        (257, 257, 4, 32, 12, false),
+    ] {
+        let field = stepped_field(width, height, seed);
+        let field = if float { float_copy(&field) } else { field };
+        let pyramid = Pyramid::build(&field);
+        let views = low_flight(&field);
+        let options = AdaptiveOptions::default()
+            .with_page_cells(cells)
+            .with_page_frames(frames);
+        let build = || AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+        let (mut memory, mut disk) = (build(), build());
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        disk.spool_pages(dir.path()).expect("pages written");
+        let file = disk.page_file().expect("pages on disk").to_path_buf();
+        assert!(file.starts_with(dir.path()) && memory.page_file().is_none());
+        assert!(disk.static_bytes() < memory.static_bytes());
+        for view in &views {
+            for _ in 0..4 {
+                disk.await_pages();
+                assert_eq!(
+                    selections(&mut disk, &[*view]),
+                    selections(&mut memory, &[*view])
+                );
+                let (d, m) = (
+                    disk.paging().expect("paged"),
+                    memory.paging().expect("paged"),
+                );
+                assert_eq!(
+                    (d.copied_in, d.dropped, d.held_back, d.resident),
+                    (m.copied_in, m.dropped, m.held_back, m.resident)
+                );
+            }
+        }
+        let (d, m) = (
+            disk.paging().expect("paged"),
+            memory.paging().expect("paged"),
+        );
+        assert!(d.on_disk && !m.on_disk);
+        // Every page copied in was read (those that never leave were copied in before);
+        // pages are read only for frames that can take them, so few are read and then
+        // let go (when the view moves on before they are copied in).
+        assert!(d.dropped > 0 && d.loaded >= d.copied_in, "{d:?}");
+        assert!(d.loaded <= d.copied_in + d.frames, "{d:?}");
+        assert!(d.bytes_read > 0 && d.failures == 0 && m.loaded == 0);
+        assert!(disk.take_page_faults().is_empty());
+        drop(disk);
+        assert!(!file.exists(), "the page file outlived the algorithm");
+    }
+}
+
+/// Pages read in the background, never awaited: every frame keeps the state invariants,
+/// and a view held still gets to the unpaged selection once its pages have arrived.
+#[test]
+fn pages_read_in_the_background_keep_the_mesh_whole() {
+    let field = stepped_field(129, 129, 6);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default().with_page_cells(8);
+    let mut unpaged = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let mut paged = AdaptiveLod::with_options(
+        &field,
+        &pyramid,
+        LodOptions::default(),
+        options.with_page_frames(40),
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    paged.spool_pages(dir.path()).expect("pages written");
+    let views = walk(&field, 20);
+    let mut settled = 0;
+    for view in &views {
+        let expected = selections(&mut unpaged, &[*view]);
+        for _ in 0..2000 {
+            let got = selections(&mut paged, &[*view]);
+            check_invariants(&paged);
+            if paged.paging().expect("paged").held_back == 0 {
+                assert_eq!(got, expected);
+                settled += 1;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    let stats = paged.paging().expect("paged");
+    assert!(
+        settled >= 10 && stats.loaded > 0,
+        "{settled} settled, {stats:?}"
+    );
+}
+
+/// Fault injection: pages corrupted, or cut off, in the page file are each reported once
+/// (a checksum or read error naming the file and the page) and never read again; the
+/// other pages still come in, and the mesh stays whole.
+#[test]
+fn corrupt_or_missing_pages_are_reported_once_and_the_mesh_stays_whole() {
+    let field = stepped_field(129, 129, 3);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default().with_page_cells(8);
+    let pages =
+        AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options).pages() as u32;
+    let views = walk(&field, 30);
+    for cut in [false, true] {
+        let mut lod = AdaptiveLod::with_options(
+            &field,
+            &pyramid,
+            LodOptions::default(),
+            options.with_page_frames(pages),
+        );
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        lod.spool_pages(dir.path()).expect("pages written");
+        let path = lod.page_file().expect("on disk").to_path_buf();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("the page file opens");
+        let len = file.metadata().expect("metadata").len();
+        if cut {
+            file.set_len(len / 2).expect("cut");
+        } else {
+            use std::os::unix::fs::FileExt;
+            for k in 1..8 {
+                file.write_all_at(&[0xa5; 3], len * k / 8).expect("spoilt");
+            }
+        }
+        let mut faults = Vec::new();
+        for round in 0..2 {
+            for view in &views {
+                for _ in 0..8 {
+                    lod.await_pages();
+                    lod.select(view);
+                    check_invariants(&lod);
+                    let new = lod.take_page_faults();
+                    assert!(round == 0 || new.is_empty(), "reported again: {new:?}");
+                    faults.extend(new);
+                }
+            }
+        }
+        let stats = lod.paging().expect("paged");
+        assert!(
+            !faults.is_empty() && stats.loaded > 0,
+            "cut {cut}: {stats:?}"
+        );
+        assert_eq!(faults.len(), stats.failures);
+        let mut failed: Vec<usize> = faults
+            .iter()
+            .map(|fault| match fault {
+                PageError::Checksum { page, path: p, .. } if !cut => (*page, p),
+                PageError::Read { page, path: p, .. } if cut => (*page, p),
+                other => panic!("cut {cut}: {other}"),
+            })
+            .map(|(page, p)| {
+                assert_eq!(p, &path);
+                page
+            })
+            .collect();
+        failed.sort_unstable();
+        failed.dedup();
+        assert_eq!(failed.len(), faults.len(), "a page reported twice");
+        assert!(faults[0].to_string().contains(&path.display().to_string()));
+    }
+}
+
+/// Pages cannot go to a folder that does not exist: the error names it, the pages stay
+/// in memory and the algorithm goes on; without frames there is nothing to spool.
+#[test]
+fn pages_that_cannot_be_written_stay_in_memory() {
+    let field = stepped_field(65, 65, 2);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default().with_page_cells(8);
+    let mut unpaged = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let nowhere = std::path::Path::new("/nonexistent/terralod");
+    assert!(matches!(
+        unpaged.spool_pages(nowhere),
+        Err(PageError::NotPaged)
+    ));
+    let mut paged = AdaptiveLod::with_options(
+        &field,
+        &pyramid,
+        LodOptions::default(),
+        options.with_page_frames(10),
+    );
+    let error = paged.spool_pages(nowhere).expect_err("no such folder");
+    assert!(
+        error.to_string().contains("/nonexistent/terralod"),
+        "{error}"
+    );
+    assert!(paged.page_file().is_none());
+    let views = walk(&field, 5);
+    for view in &views {
+        for _ in 0..8 {
+            paged.select(view);
+            check_invariants(&paged);
+        }
+    }
+    assert!(paged.paging().expect("paged").copied_in > 0);
+}
+
+/// A low flight across the terrain and back, looking ahead and down, then a walk.
+fn low_flight(field: &Heightfield) -> Vec<View> {
+    let (w, d) = field.world_size();
+    let mut views: Vec<View> = (0..40)
+        .map(|step| {
+            let t = (step as f32 / 20.0).min(2.0 - step as f32 / 20.0);
+            let eye = Vec3::new(w * (0.05 + 0.9 * t), 1040.0 + 20.0 * t, d * (0.1 + 0.8 * t));
+            let ahead = 1.0 - 2.0 * (step / 20) as f32;
+            let target = eye + Vec3::new(w * 0.3 * ahead, -60.0, d * 0.2);
+            View::screen(camera(eye, target), 0.5).expect("valid view")
+        })
+        .collect();
+    views.extend(walk(field, 10));
+    views
+}
+
+/// `field` with `f32` samples a fraction off its integers.
+fn float_copy(field: &Heightfield) -> Heightfield {
+    let (width, height) = (field.width(), field.height());
+    let raw = (0..height)
+        .flat_map(|r| (0..width).map(move |c| (c, r)))
+        .map(|(c, r)| field.raw(c, r) + 0.375)
+        .collect();
+    Heightfield::new(width, height, Samples::F32(raw)).expect("valid field")
 }
 
 /// Rough patches on flat and tilted ground (16-bit), so the sparse tree has leaves at

@@ -24,9 +24,10 @@
 //! stores where the children of its first square with children start (`base`), the
 //! others following four by four; a word of page roots points into the page table
 //! instead, one entry per root. So a page is one run of slots that refers to nothing
-//! outside it but its root: it can be copied elsewhere by rewriting its words' bases, its
-//! blocks' parents and its table entry ([`SquareTree::copy_page`]), which is how
-//! `paging` holds pages in frames, and a root whose entry is [`NOT_RESIDENT`] has no
+//! outside it but its root: it can be taken out ([`SquareTree::page_out`], bases and
+//! parents made relative to its start) and put in anywhere by rewriting its words' bases,
+//! its blocks' parents and its table entry ([`SquareTree::page_in`]), which is how
+//! `paging` holds pages in frames and `page_file` keeps them on disk, and a root whose entry is [`NOT_RESIDENT`] has no
 //! children (docs/ADAPTIVE_PAGING.md). Aligning costs under 64 slots a page and a top
 //! level.
 //!
@@ -199,10 +200,10 @@ impl LevelShape {
 /// squares are: the children of its `k`-th square with children start at `base + 4k`,
 /// or, in a word of page roots (`base ≥ PAGE_ROOTS`), at the page table's entry
 /// `base − PAGE_ROOTS + k`.
-#[derive(Clone, Copy, Debug, Default)]
-struct RankWord {
-    bits: u64,
-    base: u32,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct RankWord {
+    pub bits: u64,
+    pub base: u32,
 }
 
 /// Marks the base of a word of page roots; pools are smaller than this many slots.
@@ -228,6 +229,18 @@ pub(super) struct Page {
     pub slots: u32,
 }
 
+/// A page out of the pool ([`SquareTree::page_out`]), as if it began at slot 0: the
+/// bases of its rank words and the parents of its blocks count from its first slot; its
+/// first block's parent (the root, in the top) and the padding blocks' are [`OUTSIDE`],
+/// and words without children have base 0. What a page file holds (`page_file`).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct PageData {
+    pub records: Vec<SquareRecord>,
+    pub heights: VertexHeights,
+    pub rank: Vec<RankWord>,
+    pub parents: Vec<u32>,
+}
+
 /// An edge vertex on the grid's north or west border (owned by the square it bounds).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct BorderVertex {
@@ -247,7 +260,7 @@ impl BorderVertex {
 /// [`SOUTH`], [`CENTRE`]), per pool slot: exact [`HeightCodes`] where they exist (16-bit
 /// sources), else `f32` world heights. Either way the drawn height is bit for bit the
 /// source's (`crate::lod::sample_height`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum VertexHeights {
     Codes(Vec<[u16; 3]>),
     Floats(Vec<[f32; 3]>),
@@ -531,43 +544,80 @@ impl SquareTree {
         self.parents[from / 4..(from + len) / 4].fill(0);
     }
 
-    /// Copies page `j` as it lies in `source` (a tree with the same top) to the run of
-    /// slots starting at `to` (on a rank word, inside the pool): its records, heights,
-    /// rank words (their bases shifted) and blocks' parents (those inside the page
-    /// shifted; its first block's, the root in the top, kept), and points its table entry
-    /// there. Whatever lay in that run before is overwritten, and the page's old run
-    /// here, if any, is left as it was, unreachable.
-    pub fn copy_page(&mut self, source: &SquareTree, j: usize, to: u32) {
-        let Page { first, slots } = source.pages[j];
-        let (from, len, to) = (first as usize, slots as usize, to as usize);
-        debug_assert!(to.is_multiple_of(WORD) && to + len <= self.slots());
-        let shift = |slot: u32| (slot as usize + to - from) as u32;
-        self.records[to..to + len].copy_from_slice(&source.records[from..from + len]);
-        match (&mut self.vertex_heights, &source.vertex_heights) {
-            (VertexHeights::Codes(v), VertexHeights::Codes(s)) => {
-                v[to..to + len].copy_from_slice(&s[from..from + len]);
+    /// Whether vertex heights are `f32` (else 16-bit codes).
+    pub fn float_heights(&self) -> bool {
+        matches!(self.vertex_heights, VertexHeights::Floats(_))
+    }
+
+    /// Page `j` (which must be in the pool) detached: see [`PageData`].
+    pub fn page_out(&self, j: usize) -> PageData {
+        let Page { first, slots } = self.pages[j];
+        let run = first as usize..(first + slots) as usize;
+        PageData {
+            records: self.records[run.clone()].to_vec(),
+            heights: match &self.vertex_heights {
+                VertexHeights::Codes(v) => VertexHeights::Codes(v[run.clone()].to_vec()),
+                VertexHeights::Floats(v) => VertexHeights::Floats(v[run.clone()].to_vec()),
+            },
+            rank: self.rank[run.start / WORD..run.end / WORD]
+                .iter()
+                .map(|word| RankWord {
+                    bits: word.bits,
+                    base: if word.bits == 0 { 0 } else { word.base - first },
+                })
+                .collect(),
+            parents: self.parents[run.start / 4..run.end / 4]
+                .iter()
+                .enumerate()
+                .map(|(b, &parent)| {
+                    if b == 0 || parent == OUTSIDE {
+                        OUTSIDE
+                    } else {
+                        parent - first
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Puts page `j` of root slot `root` (detached by [`SquareTree::page_out`], here or
+    /// from a tree with the same top) in the run of slots starting at `to` (on a rank
+    /// word, inside the pool): its words' bases and its blocks' parents shifted there, its
+    /// first block's parent the root, and its table entry pointing there. Whatever lay in
+    /// that run is overwritten, and the page's old run, if any, is left as it was,
+    /// unreachable.
+    pub fn page_in(&mut self, j: usize, root: u32, page: &PageData, to: u32) {
+        let (len, at) = (page.records.len(), to as usize);
+        debug_assert!(len == self.pages[j].slots as usize);
+        debug_assert!(at.is_multiple_of(WORD) && at + len <= self.slots());
+        self.records[at..at + len].copy_from_slice(&page.records);
+        match (&mut self.vertex_heights, &page.heights) {
+            (VertexHeights::Codes(v), VertexHeights::Codes(p)) => {
+                v[at..at + len].copy_from_slice(p);
             }
-            (VertexHeights::Floats(v), VertexHeights::Floats(s)) => {
-                v[to..to + len].copy_from_slice(&s[from..from + len]);
+            (VertexHeights::Floats(v), VertexHeights::Floats(p)) => {
+                v[at..at + len].copy_from_slice(p);
             }
             _ => unreachable!("a page of another tree"),
         }
-        for w in 0..len / WORD {
-            let word = source.rank[from / WORD + w];
-            self.rank[to / WORD + w] = RankWord {
+        for (slot, word) in self.rank[at / WORD..].iter_mut().zip(&page.rank) {
+            *slot = RankWord {
                 bits: word.bits,
-                base: if word.bits == 0 { 0 } else { shift(word.base) },
+                base: if word.bits == 0 { 0 } else { word.base + to },
             };
         }
-        for b in 0..len / 4 {
-            let parent = source.parents[from / 4 + b];
-            self.parents[to / 4 + b] = if (first..first + slots).contains(&parent) {
-                shift(parent)
-            } else {
-                parent
+        for (b, (slot, &parent)) in self.parents[at / 4..]
+            .iter_mut()
+            .zip(&page.parents)
+            .enumerate()
+        {
+            *slot = match parent {
+                _ if b == 0 => root,
+                OUTSIDE => OUTSIDE,
+                parent => parent + to,
             };
         }
-        self.pages[j].first = to as u32;
+        self.pages[j].first = to;
     }
 
     /// Takes page `j` out of the pool (its root then has no children); returns the run
@@ -1190,7 +1240,7 @@ struct Layout {
 }
 
 /// Slots per rank word: where the top's levels and the pages start.
-const WORD: usize = 64;
+pub(super) const WORD: usize = 64;
 
 /// Lays out the pool: breadth first, each square with children appending its block;
 /// with a page level, the top (the levels down to it) first, each of its levels from a

@@ -140,6 +140,9 @@ pub struct FrameRecord {
     /// Largest jump of the drawn surface since the previous frame, in pixels (oracle), on
     /// measured frames after the first.
     pub popping_px: Option<f64>,
+    /// Pieces drawn coarser than the view wants while their data is read in the
+    /// background (algorithm A with `--page-frames`: squares waiting for pages).
+    pub held_back: usize,
     /// Algorithm P's pool and tree figures of the frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patches: Option<PatchStats>,
@@ -205,6 +208,10 @@ pub struct AlgorithmRun {
     pub measured_frames: usize,
     /// With --check: frames whose mesh had a defect (cracks, T-junctions, overlaps).
     pub defective_frames: Option<usize>,
+    /// Frames that held something back for data read in the background, and the reads
+    /// that failed (algorithm A's pages on disk).
+    pub held_back_frames: usize,
+    pub read_failures: usize,
     /// Over the measured frames: the largest jump of the drawn surface from the previous
     /// frame to that one, in pixels (`measure_popping`), and the largest p99. Camera motion
     /// does not count; a geomorphing algorithm spreads its jumps over frames.
@@ -345,6 +352,7 @@ fn summary_line(report: &serde_json::Value, runs: &[AlgorithmRun]) -> serde_json
                 "measured_max_px": r.measured_max_px,
                 "popping_px": r.popping_px,
                 "defective_frames": r.defective_frames,
+                "held_back_frames": r.held_back_frames,
                 "scratch": r.scratch,
             })
         })
@@ -546,6 +554,10 @@ fn fly(
             }
             None => None,
         };
+        for fault in algorithm.take_faults() {
+            let _ = writeln!(std::io::stderr(), "{}: frame {i}: {fault}", entry.name);
+        }
+        let held_back = algorithm.reads().held_back;
         let stats = algorithm.stats();
         if let Some(p) = &stats.patches
             && p.refused_splits > 0
@@ -570,6 +582,7 @@ fn fly(
             nodes_visited: stats.nodes_visited,
             measured_px,
             popping_px,
+            held_back,
             patches: stats.patches,
             scratch,
         });
@@ -597,6 +610,8 @@ fn fly(
         measured_p99_px: measured_p99,
         measured_frames,
         defective_frames: defective,
+        held_back_frames: frames.iter().filter(|f| f.held_back > 0).count(),
+        read_failures: algorithm.reads().failed,
         popping_px: popping_max,
         popping_p99_px: popping_p99,
         patch_pool: patch_pool_run(&frames),
@@ -879,6 +894,12 @@ fn oracle_text(run: &AlgorithmRun) -> String {
     }
     if let Some(defective) = run.defective_frames {
         text += &format!(", defective frames {defective}");
+    }
+    if run.held_back_frames > 0 || run.read_failures > 0 {
+        text += &format!(
+            ", frames waiting for pages {}, pages unreadable {}",
+            run.held_back_frames, run.read_failures
+        );
     }
     text
 }

@@ -75,8 +75,8 @@ fn main() {
         lod.spool_pages(&std::env::temp_dir())
             .expect("pages written to the temporary folder");
         println!(
-            "  pages written to {} in {:.0} ms",
-            lod.page_file().expect("on disk").display(),
+            "  pages written to an unnamed file in {} in {:.0} ms",
+            lod.page_dir().expect("on disk").display(),
             spooled.elapsed().as_secs_f64() * 1e3
         );
     }

@@ -129,7 +129,8 @@ proptest! {
 
     /// A8 steps 2 and 3: pages of 4 or 8 cells in a few frames (at least nine beyond
     /// those that never leave), coming and going along the walk, from memory or from
-    /// disk (read in the background, awaited before each update or not)
+    /// disk (read in the background, awaited before each update or not; the file damaged
+    /// on purpose or not)
     /// (each view selected until an update holds nothing back, at most 8 times): every
     /// frame watertight, and a frame that held nothing back equal to a fresh selection
     /// without paging and within τ.
@@ -138,7 +139,7 @@ proptest! {
         (field, walk, tolerance) in arb_walk_over(72),
         page_cells in prop::sample::select(vec![4u32, 8]),
         frames in 1u32..16,
-        (on_disk, awaited) in (any::<bool>(), any::<bool>()),
+        (on_disk, awaited, damaged) in (any::<bool>(), any::<bool>(), any::<bool>()),
     ) {
         let pyramid = Pyramid::build(&field);
         let options = AdaptiveOptions::default().with_page_cells(page_cells);
@@ -146,6 +147,16 @@ proptest! {
             &field, &pyramid, LodOptions::default(), options.with_page_frames(frames));
         if on_disk && paged.paging().is_some() {
             paged.spool_pages(&std::env::temp_dir()).expect("pages written");
+            if damaged {
+                // Fault injection: bytes spoilt through the file, so some pages fail
+                // their checksum (and the ground around them stays coarser).
+                use std::os::unix::fs::FileExt;
+                let file = paged.page_file().expect("on disk");
+                let len = file.metadata().expect("metadata").len();
+                for k in 1..6 {
+                    file.write_all_at(&[0x5a; 2], len * k / 6).expect("spoilt");
+                }
+            }
         }
         for (camera, cull) in &walk {
             let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);

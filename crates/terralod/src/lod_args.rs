@@ -5,6 +5,8 @@ use crate::detail_args::DetailArgs;
 use crate::terrain_args::parse_positive;
 use anyhow::{Context, bail};
 use clap::Args;
+use std::io::Write;
+use std::time::{Duration, Instant};
 use terralod_core::Camera;
 use terralod_core::lod::{
     self, AdaptiveOptions, AlgorithmEntry, ChunkedOptions, LodAlgorithm, LodOptions, PatchOptions,
@@ -62,10 +64,11 @@ pub struct AlgorithmOptionArgs {
     pub adaptive_guard: Option<f32>,
     /// Algorithm adaptive: hold at most N pages (the subtrees of its --page-cells
     /// squares; at least nine more than those at the terrain's far edges, which stay) in
-    /// memory, with the others in a page file in the temporary folder ($TMPDIR), read in
-    /// the background when a view wants them; ground waiting for a page is drawn coarser
-    /// meanwhile, and a still image or export waits for it (0, or a terrain without a
-    /// page: the whole tree in memory). [default: 0]
+    /// frames in memory, with the others in an unnamed page file in the temporary folder
+    /// ($TMPDIR), read in the background when a view wants them (up to 8 read ahead of
+    /// a frame for them); ground waiting for a page is drawn coarser meanwhile, and a
+    /// still image or export waits for it (0, or a terrain without a page: the whole tree
+    /// in memory). [default: 0]
     #[arg(long, value_name = "N")]
     pub page_frames: Option<u32>,
     /// Algorithm adaptive: cells a side of the squares whose subtrees are its pages (a
@@ -235,22 +238,34 @@ fn parse_non_negative(text: &str) -> Result<f32, String> {
 /// (algorithm A's pages) in between, until no read can bring more of what the view asks
 /// for: so a still image or an export shows the data the view wants. Reads that fail are
 /// reported once each on stderr, and what needed them stays coarser. Refuses a view that
-/// still waits for reads no frame can take (`--page-frames` too small for it).
-pub fn settle_reads(algorithm: &mut dyn LodAlgorithm, view: &View) -> anyhow::Result<()> {
-    // Each round copies in at least one page (or the reads are over).
+/// still waits for pages no frame can take (`--page-frames` too small for it), and gives
+/// up after `limit`.
+pub fn settle_reads(
+    algorithm: &mut dyn LodAlgorithm,
+    view: &View,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
     loop {
         algorithm.select(view);
         report_faults(algorithm);
         let reads = algorithm.reads();
         if reads.pending == 0 {
-            if reads.held_back > 0 && reads.failed == 0 {
+            let waiting = reads.held_back - reads.faulty;
+            if waiting > 0 {
                 bail!(
-                    "--page-frames is too small for this view: {} squares wait for pages \
-                     while every frame holds a page the view needs; raise --page-frames",
-                    reads.held_back
+                    "--page-frames is too small for this view: {waiting} squares wait for \
+                     pages while every frame holds a page the view needs; raise --page-frames"
                 );
             }
             return Ok(());
+        }
+        if start.elapsed() > limit {
+            bail!(
+                "pages still coming after {:.0} s ({} pending)",
+                limit.as_secs_f64(),
+                reads.pending
+            );
         }
         algorithm.await_reads();
     }
@@ -260,7 +275,10 @@ pub fn settle_reads(algorithm: &mut dyn LodAlgorithm, view: &View) -> anyhow::Re
 /// reported once by the algorithm).
 pub fn report_faults(algorithm: &mut dyn LodAlgorithm) {
     for fault in algorithm.take_faults() {
-        eprintln!("warning: {fault}; drawing the ground around it coarser");
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {fault}; drawing the ground around it coarser"
+        );
     }
 }
 

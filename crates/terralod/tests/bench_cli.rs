@@ -202,6 +202,20 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
             2,
             "not greater than 0",
         ),
+        (
+            vec![
+                "bench",
+                &terrain,
+                "--algo",
+                "adaptive",
+                "--page-frames",
+                "16",
+                "--scratch-every",
+                "5",
+            ],
+            1,
+            "not with --page-frames",
+        ),
     ] {
         let started = std::time::Instant::now();
         let output = terralod(&args);

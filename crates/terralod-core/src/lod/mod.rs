@@ -828,8 +828,10 @@ pub trait LodAlgorithm: Send {
 /// Background reads as the last selection left them ([`LodAlgorithm::reads`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reads {
-    /// Pieces drawn coarser than the view wants for want of data (algorithm A: squares).
+    /// Pieces drawn coarser than the view wants for want of data (algorithm A: squares),
+    /// and of those the ones that wait only for data that could not be read.
     pub held_back: usize,
+    pub faulty: usize,
     /// Reads that selecting again can use: under way, or possible now.
     pub pending: usize,
     /// Reads that failed so far (never tried again).

@@ -36,7 +36,8 @@ pub struct MeshArgs {
     /// "target": [x, y, z]}, ...]`): one selection per pose in order, the algorithm's state
     /// carried from frame to frame as a running application draws them. --fov-y, --size,
     /// --near and --far apply to every pose; the summary is the last frame's, as walked
-    /// (its select_ms included: no warm-up selection).
+    /// (its select_ms included: no warm-up selection; with --page-frames the last frame
+    /// is selected again until its pages are in, as a single view is).
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["eye", "target", "max_error"])]
     pub path: Option<PathBuf>,
     /// With --max-error: remove vertices from the selected mesh while every sample stays
@@ -342,7 +343,7 @@ fn select_loaded(
     if walk.is_none() {
         // The first frame grows the buffers (and waits for the pages the view asks for);
         // the next is the steady-state cost we report.
-        settle_reads(&mut *algorithm, &views[0])?;
+        settle_reads(&mut *algorithm, &views[0], SETTLE_LIMIT)?;
     }
     let last = views.len() - 1;
     let mut mesh = GridMesh::default();
@@ -351,7 +352,7 @@ fn select_loaded(
         // A walk's frames draw what is in memory when they come; the last one waits for
         // its pages, as a single view does.
         if walk.is_some() && frame == last && paged {
-            settle_reads(&mut *algorithm, view)?;
+            settle_reads(&mut *algorithm, view, SETTLE_LIMIT)?;
         }
         let selection = algorithm.select(view);
         let wanted = frame == last || walk.is_some_and(Walk::writes_frames);
@@ -376,6 +377,17 @@ fn select_loaded(
     }
     let view = &views[last];
     let stats = *algorithm.stats();
+    // Squares drawn coarser than wanted after the view settled: their pages failed.
+    let reads = algorithm.reads();
+    if reads.held_back > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{} squares drawn coarser for want of pages ({} pages could not be read), so the \
+             tolerance is not held everywhere (\"tolerance_held\": false)",
+            reads.held_back,
+            reads.failed
+        );
+    }
     let mut extra: Vec<_> = detail
         .as_ref()
         .map(|d| {
@@ -412,7 +424,7 @@ fn select_loaded(
         tolerance: view.tolerance(),
         cull: view.cull(),
         extra,
-        tolerance_held: true,
+        tolerance_held: reads.held_back == 0,
     })
 }
 

@@ -108,7 +108,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     };
     // The first frame grows the buffers (and waits for the pages the view asks for); the
     // next is the steady-state selection drawn.
-    settle_reads(&mut *algorithm, &view)?;
+    settle_reads(&mut *algorithm, &view, SETTLE_LIMIT)?;
 
     let mut lines = DebugLines::new();
     if args.look.boxes {

@@ -771,7 +771,7 @@ impl<'a> AdaptiveLod<'a> {
             held_back: p.held_back,
             copied_in: p.copied_in,
             dropped: p.dropped,
-            on_disk: p.spool_path().is_some(),
+            on_disk: p.spool().is_some(),
             loaded: p.loaded,
             loading: p.loading(),
             failures: p.failures,
@@ -785,7 +785,10 @@ impl<'a> AdaptiveLod<'a> {
     /// when Update() asks for them; no update waits for a read. On failure (or without
     /// frames, [`PageError::NotPaged`]) nothing changes and no file is left.
     pub fn spool_pages(&mut self, dir: &std::path::Path) -> Result<(), PageError> {
-        self.paging.as_mut().ok_or(PageError::NotPaged)?.spool(dir)
+        self.paging
+            .as_mut()
+            .ok_or(PageError::NotPaged)?
+            .spool_to(dir)
     }
 
     /// With frames for pages, the algorithm with its pages on disk in `dir`
@@ -798,9 +801,18 @@ impl<'a> AdaptiveLod<'a> {
         Ok(self)
     }
 
-    /// The page file, when the pages are on disk.
-    pub fn page_file(&self) -> Option<&std::path::Path> {
-        self.paging.as_ref().and_then(|p| p.spool_path())
+    /// The folder of the page file, when the pages are on disk.
+    pub fn page_dir(&self) -> Option<&std::path::Path> {
+        let paging = self.paging.as_ref()?;
+        paging.spool().map(|spool| spool.dir())
+    }
+
+    /// The page file, when the pages are on disk: it has no name (so it goes with the
+    /// process, however that ends), and this handle is for inspecting it, or damaging
+    /// it on purpose in tests of the fault handling.
+    pub fn page_file(&self) -> Option<&std::fs::File> {
+        let paging = self.paging.as_ref()?;
+        paging.spool().map(|spool| spool.file())
     }
 
     /// Blocks until every page requested from disk has been read (they are copied in
@@ -1047,6 +1059,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
             .as_ref()
             .map_or_else(super::Reads::default, |p| super::Reads {
                 held_back: p.held_back,
+                faulty: p.held_by_faults,
                 pending: p.pending(&self.tree, &self.state),
                 failed: p.failures,
             })

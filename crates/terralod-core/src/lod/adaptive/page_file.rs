@@ -1,7 +1,7 @@
 //! A8 step 3: algorithm A's pages on disk. The pages are written once, one after
-//! another, to a *spool* file (like the PNG decoder's spool: the process that writes it
-//! reads it and removes it when done, and the table of where each page lies and its
-//! CRC-32 stays in memory; no `fsync`, as nothing outlives the process), and read back on a loader thread when Update() asks for them, so
+//! another, to a *spool* file without a name (so it goes with the process, however
+//! that ends; the table of where each page lies and its CRC-32 stays in memory, and
+//! nothing is `fsync`ed), and read back on a loader thread when Update() asks for them, so
 //! no update waits on the disk (docs/ADAPTIVE_PAGING.md).
 //!
 //! A page that cannot be read, fails its checksum or does not decode to a well-formed
@@ -28,19 +28,25 @@ use std::thread::JoinHandle;
 /// Why pages could not be put on disk, or why one could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum PageError {
-    #[error("algorithm adaptive has no frames for pages (page_frames 0): no page to keep on disk")]
+    #[error(
+        "algorithm adaptive holds no pages in frames (page_frames 0, a terrain without a \
+         page, or frames too many for a pool): no page to keep on disk"
+    )]
     NotPaged,
-    #[error("cannot write the page file {path}: {source}")]
+    #[error("cannot write the page spool in {dir}: {source}")]
     Write {
-        path: PathBuf,
+        dir: PathBuf,
         #[source]
         source: io::Error,
     },
     #[error("cannot start the page loader thread: {0}")]
     Spawn(#[source] io::Error),
-    #[error("page {page} of {path}: cannot read its {len} bytes at offset {offset}: {source}")]
+    #[error(
+        "page {page} of the page spool in {dir}: cannot read its {len} bytes at offset \
+         {offset}: {source}"
+    )]
     Read {
-        path: PathBuf,
+        dir: PathBuf,
         page: usize,
         offset: u64,
         len: usize,
@@ -48,21 +54,23 @@ pub enum PageError {
         source: io::Error,
     },
     #[error(
-        "page {page} of {path}: checksum {found:08x} where {expected:08x} was written \
-         (the page is corrupt)"
+        "page {page} of the page spool in {dir}: checksum {found:08x} where {expected:08x} \
+         was written (the page is corrupt)"
     )]
     Checksum {
-        path: PathBuf,
+        dir: PathBuf,
         page: usize,
         expected: u32,
         found: u32,
     },
-    #[error("page {page} of {path}: {problem}")]
+    #[error("page {page} of the page spool in {dir}: {problem}")]
     Malformed {
-        path: PathBuf,
+        dir: PathBuf,
         page: usize,
         problem: &'static str,
     },
+    #[error("page {page} of the page spool in {dir}: the page loader stopped before reading it")]
+    Stopped { dir: PathBuf, page: usize },
 }
 
 const MAGIC: &[u8; 8] = b"TLAPAGE\0";
@@ -95,17 +103,28 @@ pub(super) type Loaded = (u32, Result<PageData, PageError>);
 /// Pages on disk and the thread that reads them.
 #[derive(Debug)]
 pub(super) struct PageSpool {
-    /// Removed when dropped (after the loader has stopped).
-    path: tempfile::TempPath,
+    /// The folder of the file (which has no name, so it goes with the process however
+    /// that ends), for messages.
+    dir: PathBuf,
+    /// The file, for inspection and fault injection (the loader reads its own handle).
+    file: File,
     requests: Option<mpsc::Sender<u32>>,
     /// In a mutex only so that the algorithm stays `Sync` (Render() shares it between
-    /// threads); only Update() takes from it.
+    /// threads); Update() takes from it through `&mut`, never locking.
     loaded: Mutex<mpsc::Receiver<Loaded>>,
     loader: Option<JoinHandle<()>>,
     /// Tells the loader to stop before its next read.
     stop: std::sync::Arc<AtomicBool>,
     /// Bytes of page files read so far (by the loader).
     bytes_read: std::sync::Arc<AtomicU64>,
+}
+
+/// What the loader had for [`PageSpool::receive`].
+pub(super) enum Received {
+    Page(Loaded),
+    Nothing,
+    /// The loader has stopped: nothing more will come.
+    Stopped,
 }
 
 /// What decoding needs to know of the tree besides the page: the kind of vertex heights
@@ -118,35 +137,27 @@ pub(super) struct PageShape {
 
 impl PageSpool {
     /// Writes pages `0..pages` (`page(j)`, `None` for a page never read back) to a new
-    /// file in `dir`, one at a time, and starts the loader. On failure nothing is left
-    /// in `dir`.
+    /// unnamed file in `dir`, one at a time, and starts the loader.
     pub fn write(
         dir: &Path,
         pages: usize,
         page: impl Fn(usize) -> Option<PageData>,
         shape: PageShape,
     ) -> Result<PageSpool, PageError> {
-        let write_error = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| PageError::Write { path, source }
+        let write_error = |source| PageError::Write {
+            dir: dir.to_path_buf(),
+            source,
         };
-        let spool = tempfile::Builder::new()
-            .prefix(".terralod-pages-")
-            .suffix(".spool")
-            .tempfile_in(dir)
-            .map_err(write_error(dir))?;
-        let table = write_pages(spool.as_file(), pages, page, shape.floats)
-            .map_err(write_error(spool.path()))?;
-        let file = spool.reopen().map_err(write_error(spool.path()))?;
-        let path = spool.into_temp_path();
+        let file = tempfile::tempfile_in(dir).map_err(write_error)?;
+        let table = write_pages(&file, pages, page, shape.floats).map_err(write_error)?;
         let (requests, asked) = mpsc::channel::<u32>();
         let (done, loaded) = mpsc::channel::<Loaded>();
         let bytes_read = std::sync::Arc::new(AtomicU64::new(0));
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let reader = Reader {
-            file,
-            path: path.to_path_buf(),
+            file: file.try_clone().map_err(write_error)?,
+            dir: dir.to_path_buf(),
             table,
             shape,
             bytes_read: bytes_read.clone(),
@@ -164,7 +175,8 @@ impl PageSpool {
             })
             .map_err(PageError::Spawn)?;
         Ok(PageSpool {
-            path,
+            dir: dir.to_path_buf(),
+            file,
             requests: Some(requests),
             loaded: Mutex::new(loaded),
             loader: Some(loader),
@@ -173,26 +185,44 @@ impl PageSpool {
         })
     }
 
+    /// The folder the file is in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The file the pages are in.
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// Asks the loader for page `j`.
     pub fn request(&self, j: u32) {
         if let Some(requests) = &self.requests {
-            // The loader stops only when the spool is dropped.
+            // A loader that stopped is seen by `receive`.
             let _ = requests.send(j);
         }
     }
 
-    /// A page the loader has read, waiting for it if `wait`.
-    pub fn receive(&self, wait: bool) -> Option<Loaded> {
-        let loaded = self.loaded.lock().ok()?;
-        if wait {
-            loaded.recv().ok()
+    /// A page the loader has read, waiting for one if `wait`.
+    pub fn receive(&mut self, wait: bool) -> Received {
+        let loaded = self.loaded.get_mut().unwrap_or_else(|e| e.into_inner());
+        let result = if wait {
+            loaded.recv().map_err(|_| mpsc::TryRecvError::Disconnected)
         } else {
-            loaded.try_recv().ok()
+            loaded.try_recv()
+        };
+        match result {
+            Ok(page) => Received::Page(page),
+            Err(mpsc::TryRecvError::Empty) => Received::Nothing,
+            Err(mpsc::TryRecvError::Disconnected) => Received::Stopped,
+        }
+    }
+
+    /// The error of a page the loader will not read, having stopped.
+    pub fn stopped(&self, page: usize) -> PageError {
+        PageError::Stopped {
+            dir: self.dir.clone(),
+            page,
         }
     }
 
@@ -202,8 +232,8 @@ impl PageSpool {
 }
 
 impl Drop for PageSpool {
-    /// Stops the loader (after the read it is in, leaving the requests queued); the file
-    /// goes with `path`.
+    /// Stops the loader (after the read it is in, leaving the requests queued); the file,
+    /// unnamed, goes with its last handle.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.requests = None;
@@ -267,7 +297,7 @@ fn encode(page: &PageData, out: &mut Vec<u8>) {
 /// The loader's side: the file and its table.
 struct Reader {
     file: File,
-    path: PathBuf,
+    dir: PathBuf,
     table: Vec<Option<Entry>>,
     shape: PageShape,
     bytes_read: std::sync::Arc<AtomicU64>,
@@ -276,7 +306,7 @@ struct Reader {
 impl Reader {
     fn read(&self, page: usize) -> Result<PageData, PageError> {
         let malformed = |problem| PageError::Malformed {
-            path: self.path.clone(),
+            dir: self.dir.clone(),
             page,
             problem,
         };
@@ -292,7 +322,7 @@ impl Reader {
             .seek(SeekFrom::Start(entry.offset))
             .and_then(|_| (&self.file).read_exact(&mut bytes))
             .map_err(|source| PageError::Read {
-                path: self.path.clone(),
+                dir: self.dir.clone(),
                 page,
                 offset: entry.offset,
                 len,
@@ -302,7 +332,7 @@ impl Reader {
         let found = crc32fast::hash(&bytes);
         if found != entry.crc {
             return Err(PageError::Checksum {
-                path: self.path.clone(),
+                dir: self.dir.clone(),
                 page,
                 expected: entry.crc,
                 found,
@@ -438,32 +468,59 @@ mod tests {
     #[test]
     fn pages_that_are_not_trees_are_refused() {
         type Spoil = fn(&mut PageData);
-        let cases: [(&str, Spoil); 5] = [
-            ("children before their parent", |p| {
-                p.rank[0] = RankWord {
-                    bits: 0b100000,
-                    base: 4,
-                };
-                p.parents[1] = 5;
-            }),
-            ("children past the page", |p| p.rank[0].base = WORD as u32),
-            ("a parent after its block", |p| p.parents[1] = 9),
-            ("rank and parents disagree", |p| p.parents[1] = 1),
-            ("too deep", |p| {
-                p.rank[0] = RankWord {
-                    bits: 0b10001,
-                    base: 4,
-                };
-                p.parents[1] = 0;
-                p.parents[2] = 4;
-            }),
+        let cases: [(Spoil, &str); 7] = [
+            (
+                |p| p.parents[0] = 0,
+                "the first block's parent is not the root",
+            ),
+            (
+                |p| p.parents[1] = 9,
+                "a block's parent does not come before it",
+            ),
+            (
+                // The block of slot 5's children is block 1, before slot 5.
+                |p| {
+                    p.rank[0] = RankWord {
+                        bits: 0b100000,
+                        base: 4,
+                    };
+                    p.parents[1] = 5;
+                },
+                "a block's parent does not come before it",
+            ),
+            (
+                |p| p.rank[0].base = WORD as u32,
+                "a rank word's children lie outside the page",
+            ),
+            (
+                |p| p.parents[1] = 1,
+                "a rank word and the blocks' parents disagree",
+            ),
+            (
+                |p| {
+                    p.rank[0] = RankWord {
+                        bits: 0b10001,
+                        base: 4,
+                    };
+                    p.parents[2] = 4;
+                },
+                "the page is deeper than the tree's levels",
+            ),
+            (
+                |p| {
+                    p.heights = VertexHeights::Floats(vec![[f32::NAN, 0.0, 0.0]; WORD]);
+                },
+                "a vertex height is not finite",
+            ),
         ];
-        for (case, spoil) in cases {
+        for (spoil, problem) in cases {
             let mut page = small_page();
             spoil(&mut page);
+            let floats = matches!(page.heights, VertexHeights::Floats(_));
             let mut bytes = Vec::new();
             encode(&page, &mut bytes);
-            assert!(decode(&bytes, WORD, SHAPE).is_err(), "{case}");
+            let shape = PageShape { floats, ..SHAPE };
+            assert_eq!(decode(&bytes, WORD, shape), Err(problem));
         }
     }
 }

@@ -19,14 +19,14 @@
 
 use super::Deadline;
 use super::EXPIRED;
-use super::page_file::{PageError, PageShape, PageSpool};
+use super::page_file::{PageError, PageShape, PageSpool, Received};
 use super::tree::{MAX_SLOTS, NOT_RESIDENT, PageData, Sq, SquareTree};
 use super::update::enabled_children;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Pages copied in per update at most, so taking pages in stays a small part of a
-/// frame (a 256-cell page of the Grand Canyon copies in about 0.1 ms; docs/BENCHMARKS.md):
+/// frame (a 256-cell page of the Grand Canyon copies in about 0.13 ms; docs/BENCHMARKS.md):
 /// the others wait for the next updates, as pages still being read do.
 pub(super) const PAGES_PER_UPDATE: usize = 8;
 
@@ -84,8 +84,10 @@ pub(super) struct Paging {
     faults: Vec<PageError>,
     /// Updates so far.
     update: u64,
-    /// Squares that waited for a page in the last update.
+    /// Squares that waited for a page in the last update, and of those the ones that
+    /// wait only for pages that could not be read.
     pub held_back: usize,
+    pub held_by_faults: usize,
     /// Pages copied in and dropped so far, read from disk, and found unreadable.
     pub copied_in: usize,
     pub dropped: usize,
@@ -149,6 +151,7 @@ impl Paging {
             roots,
             update: 0,
             held_back: 0,
+            held_by_faults: 0,
             copied_in: 0,
             dropped: 0,
             loaded: 0,
@@ -191,10 +194,10 @@ impl Paging {
     }
 
     /// The page file, when the pages are on disk.
-    pub fn spool_path(&self) -> Option<&Path> {
+    pub fn spool(&self) -> Option<&PageSpool> {
         match &self.store {
             Store::Memory(_) => None,
-            Store::Disk(spool) => Some(spool.path()),
+            Store::Disk(spool) => Some(spool),
         }
     }
 
@@ -213,7 +216,7 @@ impl Paging {
 
     /// Moves the pages kept in memory to a page file in `dir`, read back by a loader
     /// thread from now on. On failure the pages stay in memory.
-    pub fn spool(&mut self, dir: &Path) -> Result<(), PageError> {
+    pub fn spool_to(&mut self, dir: &Path) -> Result<(), PageError> {
         let Store::Memory(store) = &self.store else {
             return Ok(());
         };
@@ -251,14 +254,16 @@ impl Paging {
         if self.complete[self.grid[(pz * self.nx + px) as usize] as usize] {
             return false;
         }
-        let mut missing = false;
+        let (mut missing, mut coming) = (false, false);
         for j in around(&self.grid, self.nx, self.nz, px, pz) {
             if tree.pages()[j as usize].first == NOT_RESIDENT {
                 self.ask(j);
                 missing = true;
+                coming |= !self.failed[j as usize];
             }
         }
         self.held_back += usize::from(missing);
+        self.held_by_faults += usize::from(missing && !coming);
         missing
     }
 
@@ -266,6 +271,7 @@ impl Paging {
     pub fn wait_for(&mut self, j: usize) {
         self.ask(j as u32);
         self.held_back += 1;
+        self.held_by_faults += usize::from(self.failed[j]);
     }
 
     /// Whether page `j` may leave at the start of update `update`: resident, not pinned,
@@ -280,37 +286,43 @@ impl Paging {
                 .all(|k| enabled_children(state[self.roots[k as usize].id as usize]) == 0)
     }
 
-    /// Frames the next update can give pages: free, or holding a page that may leave
-    /// then.
-    fn room(&self, tree: &SquareTree, state: &[u32]) -> usize {
+    /// Frames the next update can give pages, counted up to `limit`: free, or holding a
+    /// page that may leave then.
+    fn room(&self, tree: &SquareTree, state: &[u32], limit: usize) -> usize {
         let next = self.update + 1;
         let droppable = self
             .held
             .iter()
             .filter(|&&k| self.droppable(tree, state, k as usize, next));
-        self.free.len() + droppable.count()
+        let wanted = limit.saturating_sub(self.free.len());
+        self.free.len().min(limit) + droppable.take(wanted).count()
     }
 
-    /// Pages the next update can copy in or ask the loader for (as many as it has
+    /// Pages the next updates can copy in or ask the loader for (as many as there are
     /// frames for), and those being read: while there are some, selecting again brings
     /// more of what the view asked for.
     pub fn pending(&self, tree: &SquareTree, state: &[u32]) -> usize {
         let missing = self.queue.iter().filter(|&&j| {
             tree.pages()[j as usize].first == NOT_RESIDENT && !self.loading[j as usize]
         });
-        missing.count().min(self.room(tree, state)) + self.loading()
+        let missing = missing.count();
+        missing.min(self.room(tree, state, missing)) + self.in_flight
     }
 
-    /// At the end of an update: with the pages on disk, requests the first pages asked
-    /// for, as many as the next update has frames for (free, or holding a page that may
-    /// leave then), that are neither read nor being read; so no page is read only to be
-    /// let go, and once they are read the next update copies in what it would from
-    /// memory.
+    /// At the end of an update: with the pages on disk, requests the pages the next
+    /// update would copy in if they were at hand (the first ones asked for, as many as it
+    /// has frames for, free or holding a page that may leave then, and at most
+    /// [`PAGES_PER_UPDATE`]) that are neither read nor being read. So pages are read
+    /// only for frames that can take them (a few are let go when the view moves on
+    /// first), and once read, the next update copies in what it would from memory.
     pub fn dispatch(&mut self, tree: &SquareTree, state: &[u32]) {
         let Store::Disk(spool) = &self.store else {
             return;
         };
-        let room = self.room(tree, state);
+        if self.queue.is_empty() {
+            return;
+        }
+        let room = self.room(tree, state, PAGES_PER_UPDATE.min(self.queue.len()));
         for &j in self.queue.iter().take(room) {
             let j = j as usize;
             if !self.loading[j] && !self.ready.iter().any(|&(k, _)| k as usize == j) {
@@ -322,12 +334,29 @@ impl Paging {
     }
 
     /// Takes in the pages the loader has read (waiting until it has read every page
-    /// requested, if `wait`): those read become ready, those that failed are reported.
+    /// requested, if `wait`): those read become ready, those that failed are reported;
+    /// if the loader has stopped, the pages it was to read fail.
     pub fn receive(&mut self, wait: bool) {
-        let Store::Disk(spool) = &self.store else {
+        let Store::Disk(spool) = &mut self.store else {
             return;
         };
-        while let Some((j, result)) = spool.receive(wait && self.in_flight > 0) {
+        loop {
+            let (j, result) = match spool.receive(wait && self.in_flight > 0) {
+                Received::Page(page) => page,
+                Received::Nothing => return,
+                Received::Stopped => {
+                    let lost = (0..self.loading.len()).filter(|&j| self.loading[j]);
+                    let lost: Vec<usize> = lost.collect();
+                    for j in lost {
+                        self.loading[j] = false;
+                        self.failures += 1;
+                        self.failed[j] = true;
+                        self.faults.push(spool.stopped(j));
+                    }
+                    self.in_flight = 0;
+                    return;
+                }
+            };
             self.loading[j as usize] = false;
             self.in_flight -= 1;
             match result {
@@ -358,6 +387,7 @@ impl Paging {
     ) -> bool {
         let started = Instant::now();
         self.held_back = 0;
+        self.held_by_faults = 0;
         self.update += 1;
         self.receive(false);
         let mut queue = std::mem::take(&mut self.queue);

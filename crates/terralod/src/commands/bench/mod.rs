@@ -230,6 +230,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let entries = selected_algorithms(&args.algos)?;
     let names: Vec<&str> = entries.iter().map(|entry| entry.name).collect();
     args.algorithm.refuse_unread(&names, false)?;
+    if args.scratch_every > 0 && args.algorithm.page_frames.is_some_and(|n| n > 0) {
+        bail!(
+            "--scratch-every compares with fresh instances, which hold none of their pages \
+             yet (they would draw the top of the tree): not with --page-frames"
+        );
+    }
     check_outputs(args)?;
     // One streaming algorithm (`--algo streamed` or `streamed-quadtree`) over an imported
     // directory streams it through the tile cache; any other run loads the directory's

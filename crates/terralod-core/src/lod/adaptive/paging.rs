@@ -165,7 +165,7 @@ impl Paging {
         for j in 0..paging.roots.len() {
             if paging.pinned[j] {
                 let frame = paging.free.pop().expect("a frame per pinned page");
-                live.page_in(j, paging.roots[j].id, &store.page_out(j), frame);
+                live.page_in(j, paging.roots[j].id, store.page(j), frame);
                 paging.held.push(j as u32);
             }
         }
@@ -405,12 +405,12 @@ impl Paging {
             let Some(frame) = self.frame(tree, state) else {
                 continue;
             };
-            let page = match (&self.store, ready) {
-                (_, Some(r)) => self.ready.swap_remove(r).1,
-                (Store::Memory(store), None) => store.page_out(j),
+            let root = self.roots[j].id;
+            match (&self.store, ready) {
+                (_, Some(r)) => tree.page_in(j, root, self.ready.swap_remove(r).1.view(), frame),
+                (Store::Memory(store), None) => tree.page_in(j, root, store.page(j), frame),
                 (Store::Disk(_), None) => unreachable!("checked above"),
-            };
-            tree.page_in(j, self.roots[j].id, &page, frame);
+            }
             self.held.push(j as u32);
             self.copied_in += 1;
             self.refresh_around(tree, j);

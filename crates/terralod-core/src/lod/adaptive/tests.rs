@@ -238,7 +238,7 @@ fn moved_pages_select_what_they_did_in_place() {
         for (round, to) in moves.iter().enumerate() {
             let detached: Vec<PageData> = (0..pages.len()).map(|j| tree.page_out(j)).collect();
             for (j, page) in detached.iter().enumerate() {
-                tree.page_in(j, roots[j].id, page, to(j));
+                tree.page_in(j, roots[j].id, page.view(), to(j));
             }
             let vacated = if round == 0 { start } else { start + total };
             tree.scribble(vacated, total);

@@ -241,6 +241,40 @@ pub(super) struct PageData {
     pub parents: Vec<u32>,
 }
 
+impl PageData {
+    pub fn view(&self) -> PageView<'_> {
+        PageView {
+            records: &self.records,
+            heights: match &self.heights {
+                VertexHeights::Codes(v) => HeightsView::Codes(v),
+                VertexHeights::Floats(v) => HeightsView::Floats(v),
+            },
+            rank: &self.rank,
+            parents: &self.parents,
+            from: 0,
+        }
+    }
+}
+
+/// A page's slots where they lie: in a pool ([`SquareTree::page`], counting from its
+/// first slot) or detached ([`PageData::view`], counting from 0). What
+/// [`SquareTree::page_in`] copies from, so a page kept in memory is copied once.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PageView<'a> {
+    records: &'a [SquareRecord],
+    heights: HeightsView<'a>,
+    rank: &'a [RankWord],
+    parents: &'a [u32],
+    /// The slot the rank words' bases and the blocks' parents count from.
+    from: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum HeightsView<'a> {
+    Codes(&'a [[u16; 3]]),
+    Floats(&'a [[f32; 3]]),
+}
+
 /// An edge vertex on the grid's north or west border (owned by the square it bounds).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct BorderVertex {
@@ -549,72 +583,90 @@ impl SquareTree {
         matches!(self.vertex_heights, VertexHeights::Floats(_))
     }
 
-    /// Page `j` (which must be in the pool) detached: see [`PageData`].
-    pub fn page_out(&self, j: usize) -> PageData {
+    /// Page `j` (which must be in the pool) where it lies.
+    pub fn page(&self, j: usize) -> PageView<'_> {
         let Page { first, slots } = self.pages[j];
         let run = first as usize..(first + slots) as usize;
-        PageData {
-            records: self.records[run.clone()].to_vec(),
+        PageView {
+            records: &self.records[run.clone()],
             heights: match &self.vertex_heights {
-                VertexHeights::Codes(v) => VertexHeights::Codes(v[run.clone()].to_vec()),
-                VertexHeights::Floats(v) => VertexHeights::Floats(v[run.clone()].to_vec()),
+                VertexHeights::Codes(v) => HeightsView::Codes(&v[run.clone()]),
+                VertexHeights::Floats(v) => HeightsView::Floats(&v[run.clone()]),
             },
-            rank: self.rank[run.start / WORD..run.end / WORD]
+            rank: &self.rank[run.start / WORD..run.end / WORD],
+            parents: &self.parents[run.start / 4..run.end / 4],
+            from: first,
+        }
+    }
+
+    /// Page `j` (which must be in the pool) detached: see [`PageData`].
+    pub fn page_out(&self, j: usize) -> PageData {
+        let page = self.page(j);
+        let from = page.from;
+        PageData {
+            records: page.records.to_vec(),
+            heights: match page.heights {
+                HeightsView::Codes(v) => VertexHeights::Codes(v.to_vec()),
+                HeightsView::Floats(v) => VertexHeights::Floats(v.to_vec()),
+            },
+            rank: page
+                .rank
                 .iter()
                 .map(|word| RankWord {
                     bits: word.bits,
-                    base: if word.bits == 0 { 0 } else { word.base - first },
+                    base: if word.bits == 0 { 0 } else { word.base - from },
                 })
                 .collect(),
-            parents: self.parents[run.start / 4..run.end / 4]
+            parents: page
+                .parents
                 .iter()
                 .enumerate()
                 .map(|(b, &parent)| {
                     if b == 0 || parent == OUTSIDE {
                         OUTSIDE
                     } else {
-                        parent - first
+                        parent - from
                     }
                 })
                 .collect(),
         }
     }
 
-    /// Puts page `j` of root slot `root` (detached by [`SquareTree::page_out`], here or
-    /// from a tree with the same top) in the run of slots starting at `to` (on a rank
-    /// word, inside the pool): its words' bases and its blocks' parents shifted there, its
-    /// first block's parent the root, and its table entry pointing there. Whatever lay in
-    /// that run is overwritten, and the page's old run, if any, is left as it was,
-    /// unreachable.
-    pub fn page_in(&mut self, j: usize, root: u32, page: &PageData, to: u32) {
+    /// Puts page `j` of root slot `root` (where it lies in a tree with the same top, or
+    /// detached) in the run of slots starting at `to` (on a rank word, inside the pool):
+    /// its words' bases and its blocks' parents shifted there, its first block's parent
+    /// the root, and its table entry pointing there. Whatever lay in that run is
+    /// overwritten, and the page's old run, if any, is left as it was, unreachable.
+    pub fn page_in(&mut self, j: usize, root: u32, page: PageView<'_>, to: u32) {
         let (len, at) = (page.records.len(), to as usize);
         debug_assert!(len == self.pages[j].slots as usize);
         debug_assert!(at.is_multiple_of(WORD) && at + len <= self.slots());
-        self.records[at..at + len].copy_from_slice(&page.records);
-        match (&mut self.vertex_heights, &page.heights) {
-            (VertexHeights::Codes(v), VertexHeights::Codes(p)) => {
+        self.records[at..at + len].copy_from_slice(page.records);
+        match (&mut self.vertex_heights, page.heights) {
+            (VertexHeights::Codes(v), HeightsView::Codes(p)) => {
                 v[at..at + len].copy_from_slice(p);
             }
-            (VertexHeights::Floats(v), VertexHeights::Floats(p)) => {
+            (VertexHeights::Floats(v), HeightsView::Floats(p)) => {
                 v[at..at + len].copy_from_slice(p);
             }
             _ => unreachable!("a page of another tree"),
         }
-        for (slot, word) in self.rank[at / WORD..].iter_mut().zip(&page.rank) {
+        let shift = |value: u32| value - page.from + to;
+        for (slot, word) in self.rank[at / WORD..].iter_mut().zip(page.rank) {
             *slot = RankWord {
                 bits: word.bits,
-                base: if word.bits == 0 { 0 } else { word.base + to },
+                base: if word.bits == 0 { 0 } else { shift(word.base) },
             };
         }
         for (b, (slot, &parent)) in self.parents[at / 4..]
             .iter_mut()
-            .zip(&page.parents)
+            .zip(page.parents)
             .enumerate()
         {
             *slot = match parent {
                 _ if b == 0 => root,
                 OUTSIDE => OUTSIDE,
-                parent => parent + to,
+                parent => shift(parent),
             };
         }
         self.pages[j].first = to;

@@ -935,7 +935,8 @@ impl<'a> AdaptiveLod<'a> {
         self.enable_pass(&tester);
         self.disable_pass();
         if let Some(paging) = &mut self.paging {
-            paging.dispatch(&self.tree, &self.state);
+            let eye = topology.camera().map(|camera| camera.eye);
+            paging.end_update(&self.tree, &self.state, eye);
         }
     }
 

@@ -4,6 +4,8 @@
 //! taken out of the tree as built, or on disk ([`Paging::spool`], `page_file`), read on
 //! a loader thread: a page asked for in one update is requested at its end and copied in
 //! at the start of the first update after it arrived, so no update waits on the disk.
+//! Pages are served nearest the eye first, so the ground nearest the camera gets the
+//! frames when there are fewer than the view asks for.
 //!
 //! The rules that keep the mesh whole while pages come and go:
 //!
@@ -230,6 +232,13 @@ impl Paging {
         Ok(())
     }
 
+    /// The pages asked for in the last update, in the order the next copies them in,
+    /// and each page's root and whether it never leaves.
+    #[cfg(test)]
+    pub fn asked(&self) -> (&[u32], &[Sq], &[bool]) {
+        (&self.queue, &self.roots, &self.pinned)
+    }
+
     /// The pages that could not be read since the last call, each reported once.
     pub fn take_faults(&mut self) -> Vec<PageError> {
         std::mem::take(&mut self.faults)
@@ -309,13 +318,25 @@ impl Paging {
         missing.min(self.room(tree, state, missing)) + self.in_flight
     }
 
-    /// At the end of an update: with the pages on disk, requests the pages the next
+    /// At the end of an update: puts the pages asked for in order of their distance from
+    /// `eye` (nearest first: the ground nearest the camera gets frames first, as the
+    /// next update copies in in this order), then [`Paging::dispatch`].
+    pub fn end_update(&mut self, tree: &SquareTree, state: &[u32], eye: Option<glam::Vec3>) {
+        if let Some(eye) = eye {
+            let distance = |j: u32| tree.aabb(self.roots[j as usize]).distance_to(eye);
+            self.queue
+                .sort_unstable_by(|&a, &b| distance(a).total_cmp(&distance(b)));
+        }
+        self.dispatch(tree, state);
+    }
+
+    /// With the pages on disk, requests the pages the next
     /// update would copy in if they were at hand (the first ones asked for, as many as it
     /// has frames for, free or holding a page that may leave then, and at most
     /// [`PAGES_PER_UPDATE`]) that are neither read nor being read. So pages are read
     /// only for frames that can take them (a few are let go when the view moves on
     /// first), and once read, the next update copies in what it would from memory.
-    pub fn dispatch(&mut self, tree: &SquareTree, state: &[u32]) {
+    fn dispatch(&mut self, tree: &SquareTree, state: &[u32]) {
         let Store::Disk(spool) = &self.store else {
             return;
         };

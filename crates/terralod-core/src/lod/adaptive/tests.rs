@@ -1,9 +1,10 @@
 //! Unit tests of algorithm A: the state invariants after updates, and the incremental
 //! state equal to a fresh instance's for the same view.
 
+use super::paging::PAGES_PER_UPDATE;
 use super::recorded::MAX_LINKED_LEVELS;
 use super::records::{EAST, SOUTH};
-use super::tree::PageData;
+use super::tree::{self, PageData};
 use super::update::{ENABLED, enabled_children, mid_bit, parent_sides, ref_count};
 use super::*;
 use crate::camera::Camera;
@@ -373,6 +374,50 @@ fn pages_on_disk_select_what_pages_in_memory_do() {
         drop(disk);
         assert_eq!(names(), 0);
     }
+}
+
+/// With fewer frames than a view asks for, the pages nearest the camera get them first:
+/// after the update that fills the frames, no page left waiting is nearer the eye than a
+/// page copied in (without the ordering, pages go in the order the walk asked for them,
+/// and this view leaves nearer ones waiting).
+#[test]
+fn the_nearest_pages_get_frames_first() {
+    let field = stepped_field(129, 129, 3);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default()
+        .with_page_cells(8)
+        .with_page_frames(12);
+    let mut lod = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let (w, d) = field.world_size();
+    let eye = Vec3::new(w * 0.8, 1700.0, d * 0.7);
+    let view =
+        View::screen(camera(eye, Vec3::new(w * 0.1, 1000.0, d * 0.2)), 0.5).expect("valid view");
+    lod.update(&view);
+    let paging = lod.paging.as_ref().expect("paged");
+    let (asked, roots, pinned) = paging.asked();
+    let (asked, roots) = (asked.to_vec(), roots.to_vec());
+    let pinned = pinned.iter().filter(|&&p| p).count();
+    let distance = |tree: &SquareTree, j: u32| tree.aabb(roots[j as usize]).distance_to(eye);
+    let free = lod.paging().expect("paged").frames - pinned;
+    assert!(
+        asked.len() > free.max(PAGES_PER_UPDATE),
+        "{} asked",
+        asked.len()
+    );
+    lod.update(&view);
+    let distance = |j: u32| distance(&lod.tree, j);
+    let resident = |j: u32| lod.tree.pages()[j as usize].first != tree::NOT_RESIDENT;
+    let (copied, waiting): (Vec<u32>, Vec<u32>) = asked.iter().partition(|&&j| resident(j));
+    assert!(!copied.is_empty() && !waiting.is_empty());
+    let farthest_copied = copied.iter().map(|&j| distance(j)).fold(0.0, f32::max);
+    let nearest_waiting = waiting
+        .iter()
+        .map(|&j| distance(j))
+        .fold(f32::INFINITY, f32::min);
+    assert!(
+        farthest_copied <= nearest_waiting,
+        "copied in up to {farthest_copied} m away, waiting from {nearest_waiting} m"
+    );
 }
 
 /// Pages read in the background, never awaited: every frame keeps the state invariants,

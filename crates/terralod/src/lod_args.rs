@@ -73,13 +73,13 @@ pub struct AlgorithmOptionArgs {
     pub page_frames: Option<u32>,
     /// Algorithm adaptive: cells a side of the squares whose subtrees are its pages (a
     /// power of two from 2 to 65536). [default: 256]
-    #[arg(long, value_name = "N", value_parser = parse_page_cells)]
+    #[arg(long, value_name = "N", value_parser = |t: &str| parse_power_of_two(t, 65_536))]
     pub page_cells: Option<u32>,
     /// Algorithm P (patches): pool slots allocated at start. [default: 1024]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub pool_capacity: Option<u32>,
     /// Algorithm P: cells per patch side (a power of two, 2 to 4096). [default: 32]
-    #[arg(long, value_name = "N", value_parser = parse_patch_size)]
+    #[arg(long, value_name = "N", value_parser = |t: &str| parse_power_of_two(t, 4096))]
     pub patch_size: Option<u32>,
     /// Algorithm P: split when the eye is closer than F patch sizes (the article: 2).
     /// [default: 2]
@@ -198,21 +198,13 @@ impl AlgorithmOptionArgs {
     }
 }
 
-fn parse_patch_size(text: &str) -> Result<u32, String> {
+/// A power of two from 2 to `max`.
+fn parse_power_of_two(text: &str, max: u32) -> Result<u32, String> {
     let n: u32 = text.parse().map_err(|e| format!("{e}"))?;
-    if n.is_power_of_two() && (2..=4096).contains(&n) {
+    if n.is_power_of_two() && (2..=max).contains(&n) {
         Ok(n)
     } else {
-        Err(format!("{n} is not a power of two from 2 to 4096"))
-    }
-}
-
-fn parse_page_cells(text: &str) -> Result<u32, String> {
-    let n: u32 = text.parse().map_err(|e| format!("{e}"))?;
-    if n.is_power_of_two() && (2..=65_536).contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("{n} is not a power of two from 2 to 65536"))
+        Err(format!("{n} is not a power of two from 2 to {max}"))
     }
 }
 

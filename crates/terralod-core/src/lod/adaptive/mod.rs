@@ -781,7 +781,8 @@ impl<'a> AdaptiveLod<'a> {
     }
 
     /// With frames for pages: moves the pages waiting in memory to a file in `dir` (a
-    /// spool, removed when the algorithm is dropped), read back on a loader thread
+    /// spool without a name, gone with the algorithm or the process), read back on a
+    /// loader thread
     /// when Update() asks for them; no update waits for a read. On failure (or without
     /// frames, [`PageError::NotPaged`]) nothing changes and no file is left.
     pub fn spool_pages(&mut self, dir: &std::path::Path) -> Result<(), PageError> {

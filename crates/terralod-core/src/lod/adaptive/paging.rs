@@ -28,7 +28,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Pages copied in per update at most, so taking pages in stays a small part of a
-/// frame (a 256-cell page of the Grand Canyon copies in about 0.13 ms; docs/BENCHMARKS.md):
+/// frame (on the Grand Canyon, 256-cell pages, an update taking 8 in spends about 1 ms;
+/// docs/BENCHMARKS.md):
 /// the others wait for the next updates, as pages still being read do.
 pub(super) const PAGES_PER_UPDATE: usize = 8;
 
@@ -366,10 +367,10 @@ impl Paging {
                 Received::Page(page) => page,
                 Received::Nothing => return,
                 Received::Stopped => {
-                    let lost = (0..self.loading.len()).filter(|&j| self.loading[j]);
-                    let lost: Vec<usize> = lost.collect();
-                    for j in lost {
-                        self.loading[j] = false;
+                    for j in 0..self.loading.len() {
+                        if !std::mem::take(&mut self.loading[j]) {
+                            continue;
+                        }
                         self.failures += 1;
                         self.failed[j] = true;
                         self.faults.push(spool.stopped(j));

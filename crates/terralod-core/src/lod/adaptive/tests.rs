@@ -268,8 +268,7 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
         // Pages reaching beyond the data (74 x 44 cells), which never leave.
         (75, 45, 7, 8, 30, false),
     ] {
-        let field = stepped_field(width, height, seed);
-        let field = if float { float_copy(&field) } else { field };
+        let field = stepped_field_as(width, height, seed, float);
         let pyramid = Pyramid::build(&field);
         let views = low_flight(&field);
         let options = AdaptiveOptions::default().with_page_cells(cells);
@@ -315,7 +314,8 @@ fn pages_in_frames_keep_the_mesh_whole_and_settle_to_the_unpaged_selection() {
 
 /// A8 step 3: pages read from disk (awaited before each update) give, frame by frame,
 /// what pages kept in memory give: the same selections, pages copied in, dropped and
-/// held back; the page file goes with the algorithm, and the pages' memory with it.
+/// held back; the page file has no name in the folder, and the pages' memory goes
+/// with the tree as built.
 #[test]
 fn pages_on_disk_select_what_pages_in_memory_do() {
     // Pages of 32 cells have rank words whose squares' children start before the
@@ -325,8 +325,7 @@ fn pages_on_disk_select_what_pages_in_memory_do() {
         (97, 41, 5, 8, 24, true),
         (257, 257, 4, 32, 12, false),
     ] {
-        let field = stepped_field(width, height, seed);
-        let field = if float { float_copy(&field) } else { field };
+        let field = stepped_field_as(width, height, seed, float);
         let pyramid = Pyramid::build(&field);
         let views = low_flight(&field);
         let options = AdaptiveOptions::default()
@@ -579,9 +578,13 @@ fn low_flight(field: &Heightfield) -> Vec<View> {
     views
 }
 
-/// `field` with `f32` samples a fraction off its integers.
-fn float_copy(field: &Heightfield) -> Heightfield {
-    let (width, height) = (field.width(), field.height());
+/// [`stepped_field`], or with `float` its copy in `f32` samples a fraction off its
+/// integers.
+fn stepped_field_as(width: u32, height: u32, seed: u64, float: bool) -> Heightfield {
+    let field = stepped_field(width, height, seed);
+    if !float {
+        return field;
+    }
     let raw = (0..height)
         .flat_map(|r| (0..width).map(move |c| (c, r)))
         .map(|(c, r)| field.raw(c, r) + 0.375)

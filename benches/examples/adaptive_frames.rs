@@ -160,13 +160,32 @@ fn main() {
     let enabled = lod.enabled_squares();
     if let Some(paging) = lod.paging() {
         println!(
-            "  pages: {} of {} in {} frames after the next-frame run, {waited} of {frames} \
-             frames held something back, {} copied in and {} dropped so far",
+            "  pages: {} of {} in {} frames after the next-frame run ({} released, radius \
+             {:.0} m), {waited} of {frames} frames held something back, {} copied in and {} \
+             dropped so far",
             paging.resident,
             lod.pages(),
             paging.frames,
+            paging.released,
+            paging.radius,
             paging.copied_in,
             paging.dropped,
+        );
+    }
+    if lod.paging().is_some() {
+        // How near the camera the ground held back comes, frame by frame of one more pass.
+        let mut nearest: Vec<f32> = (views.iter())
+            .map(|view| {
+                lod.select(view);
+                lod.paging().map_or(f32::INFINITY, |p| p.nearest_held_back)
+            })
+            .collect();
+        nearest.sort_by(f32::total_cmp);
+        println!(
+            "  nearest square held back: least {:.0} m, median {:.0} m over the {} frames",
+            nearest[0],
+            nearest[nearest.len() / 2],
+            nearest.len()
         );
     }
     let (next_update, ..) = time(&mut lod, false, true);

@@ -10,7 +10,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use terralod_core::lod::{AdaptiveLod, Detail, LodAlgorithm, LodOptions, REGISTRY, View};
+use terralod_core::lod::{
+    AdaptiveLod, AdaptiveOptions, Detail, LodAlgorithm, LodOptions, REGISTRY, View,
+};
 use terralod_core::{Camera, Pyramid};
 use terralod_testkit::fixtures::smooth_random;
 
@@ -153,6 +155,38 @@ fn a_warmed_up_frame_allocates_nothing() {
         }
     });
     assert_eq!(count, 0, "adaptive with detail: {count} allocations");
+    // Algorithm A with its pages (8-cell squares' subtrees) in 20 frames, fewer than the
+    // views ask for: pages copied in from memory, dropped, released and coarsened.
+    let adaptive = AdaptiveOptions::default()
+        .with_page_cells(8)
+        .with_page_frames(20);
+    let mut paged = AdaptiveLod::with_options(&field, &pyramid, options, adaptive);
+    // Five passes: the pages in the frames differ from pass to pass (the path is not
+    // periodic for them), and the update's and Render()'s lists reach their largest
+    // sizes within these (each of 2 to 12 allocations in a few frames of the first three).
+    for _ in 0..5 {
+        for view in &views {
+            paged.select(view);
+        }
+    }
+    let (mut released, dropped) = (0, paged.paging().expect("paged").dropped);
+    let count = allocations(|| {
+        for _ in 0..3 {
+            for view in &views {
+                std::hint::black_box(paged.select(view).triangle_count());
+                released = released.max(paged.paging().map_or(0, |p| p.released));
+            }
+        }
+    });
+    let stats = paged.paging().expect("paged");
+    assert!(
+        stats.dropped > dropped && released > 0,
+        "{released} released, {dropped} dropped before: {stats:?}"
+    );
+    assert_eq!(
+        count, 0,
+        "adaptive with pages in frames: {count} allocations"
+    );
     // The counter works: a fresh algorithm allocates in its first frames.
     let fresh = allocations(|| {
         let mut algorithm = REGISTRY[0]

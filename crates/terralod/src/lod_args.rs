@@ -246,8 +246,9 @@ pub fn settle_reads(
             let waiting = reads.held_back - reads.faulty;
             if waiting > 0 {
                 bail!(
-                    "--page-frames is too small for this view: {waiting} squares wait for \
-                     pages while every frame holds a page the view needs; raise --page-frames"
+                    "--page-frames is too small for this view: it needs more pages than \
+                     the frames hold, so {waiting} squares stay coarser than the tolerance \
+                     asks (the ground beyond the nearest pages); raise --page-frames"
                 );
             }
             return Ok(());

@@ -177,8 +177,9 @@ pub struct AdaptiveOptions {
     /// at least those that never leave, plus nine; at most one frame per page) are in
     /// the pool at once, the others copied in when Update() wants them (until then
     /// their roots are drawn as leaves, see [`AdaptiveLod::paging`]) and dropped when
-    /// nothing needs them. 0 (default), or frames too many for a pool: every page stays
-    /// in the pool.
+    /// nothing needs them; when a view asks for more pages than fit, the nearest get
+    /// the frames and the ground beyond a release radius is coarsened to free them.
+    /// 0 (default), or frames too many for a pool: every page stays in the pool.
     pub page_frames: u32,
 }
 
@@ -554,15 +555,25 @@ impl FineGrid {
 }
 
 /// What algorithm A's frames for pages hold and did ([`AdaptiveLod::paging`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PagingStats {
     /// Pages in the pool.
     pub resident: usize,
     pub frames: usize,
+    /// Pages in the pool that are released: farther from the eye than the frames can
+    /// afford, their squares want nothing, so they coarsen and leave for nearer ground
+    /// (forced coarsening).
+    pub released: usize,
+    /// The release radius: pages whose root's box lies farther from the eye are held
+    /// coarse (world units; infinite while the frames hold what the view asks for).
+    pub radius: f32,
     /// Squares the last update held back for want of a page: a missing page root drawn
     /// as a leaf though its subtree test fails, or a square beside a missing page left
     /// as it is (its bound may then not hold).
     pub held_back: usize,
+    /// The distance from the eye of the nearest square held back (infinite if none was):
+    /// nearer ground was drawn as the tolerance asks.
+    pub nearest_held_back: f32,
     /// Pages copied in and dropped so far.
     pub copied_in: usize,
     pub dropped: usize,
@@ -768,7 +779,10 @@ impl<'a> AdaptiveLod<'a> {
         self.paging.as_ref().map(|p| PagingStats {
             resident: p.resident(),
             frames: p.frames(),
+            released: p.released(),
+            radius: p.radius(),
             held_back: p.held_back,
+            nearest_held_back: p.nearest_held,
             copied_in: p.copied_in,
             dropped: p.dropped,
             on_disk: p.spool().is_some(),
@@ -926,7 +940,12 @@ impl<'a> AdaptiveLod<'a> {
         };
         let guard = topology.camera().map(|camera| self.guard_frustum(camera));
         if let Some(paging) = &mut self.paging
-            && paging.serve(&mut self.tree, &mut self.state, &mut self.deadline)
+            && paging.serve(
+                &mut self.tree,
+                &mut self.state,
+                &mut self.deadline,
+                topology.camera().map(|camera| camera.eye),
+            )
         {
             // Recorded walks may hold slots of frames that now hold other squares.
             self.render_buffers.forget();
@@ -936,8 +955,7 @@ impl<'a> AdaptiveLod<'a> {
         self.enable_pass(&tester);
         self.disable_pass();
         if let Some(paging) = &mut self.paging {
-            let eye = topology.camera().map(|camera| camera.eye);
-            paging.end_update(&self.tree, &self.state, eye);
+            paging.end_update(&self.tree, &self.state, &mut self.deadline);
         }
     }
 

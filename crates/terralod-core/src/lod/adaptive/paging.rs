@@ -5,7 +5,10 @@
 //! a loader thread: a page asked for in one update is requested at its end and copied in
 //! at the start of the first update after it arrived, so no update waits on the disk.
 //! Pages are served nearest the eye first, so the ground nearest the camera gets the
-//! frames when there are fewer than the view asks for.
+//! frames when there are fewer than the view asks for; and when the frames cannot hold
+//! what the view asks for, the pages beyond a radius from the eye are *released*: their
+//! squares want nothing, so they coarsen and give their frames to nearer ground (forced
+//! coarsening, [`Paging::end_update`]).
 //!
 //! The rules that keep the mesh whole while pages come and go:
 //!
@@ -17,12 +20,15 @@
 //! - a page is dropped only when neither it nor a page beside it has an enabled square
 //!   below its root ([`Paging::droppable`]), so refined ground keeps its neighbourhood;
 //! - the pages within one page of a root reaching beyond the data (whose squares are
-//!   always refined, whatever the view) never leave.
+//!   always refined, whatever the view) never leave;
+//! - a released page's squares, its root included, want nothing (wanting less never
+//!   cracks the mesh), and it may leave once its own root has no enabled child while no
+//!   page beside it that is not released is refined.
 
 use super::Deadline;
 use super::EXPIRED;
 use super::page_file::{PageError, PageShape, PageSpool, Received};
-use super::tree::{MAX_SLOTS, NOT_RESIDENT, PageData, Sq, SquareTree};
+use super::tree::{MAX_SLOTS, NOT_RESIDENT, PageData, ROOT, Sq, SquareTree};
 use super::update::enabled_children;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -35,6 +41,11 @@ pub(super) const PAGES_PER_UPDATE: usize = 8;
 
 /// No page at a position of the roots' level (the square there has no children).
 const NO_PAGE: u32 = u32::MAX;
+
+/// Updates after the release radius last moved before it is worked out again while
+/// released pages want refining and nothing waits for a frame (it is worked out at once
+/// when something does).
+const GROW_AFTER: u64 = 30;
 
 /// Where the pages that are not in the pool wait.
 #[derive(Debug)]
@@ -91,6 +102,9 @@ pub(super) struct Paging {
     /// wait only for pages that could not be read.
     pub held_back: usize,
     pub held_by_faults: usize,
+    /// The distance from the eye of the nearest square held back in the last update
+    /// (infinite if none was): nearer ground was drawn as its tests ask.
+    pub nearest_held: f32,
     /// Pages copied in and dropped so far, read from disk, and found unreadable.
     pub copied_in: usize,
     pub dropped: usize,
@@ -99,6 +113,32 @@ pub(super) struct Paging {
     /// The longest start of an update so far (taking in what was read, copying pages in,
     /// dropping others): what paging adds to a frame.
     pub longest_serve: Duration,
+    /// Pages whose root's box lies farther than this from the eye are released. Infinite
+    /// until the frames cannot hold what a view asks for; views without an eye never
+    /// release.
+    radius: f32,
+    /// Per page, whether it is released (kept up to date for the pages in frames).
+    released: Vec<bool>,
+    /// Per page, the distance of its root's box from the eye (kept for pages in frames).
+    distance: Vec<f32>,
+    /// This update's eye.
+    eye: Option<glam::Vec3>,
+    /// Released pages whose root wanted children in this update, each once.
+    demand: Vec<u32>,
+    demanded: Vec<bool>,
+    /// The update that last moved the radius.
+    last_move: u64,
+    /// Pages released or kept again at the end of the last update.
+    turned: usize,
+    /// Scratch of [`Paging::fitting_radius`]: pages by distance, and per page the last
+    /// round that counted it.
+    near: Vec<(f32, u32)>,
+    counted: Vec<u64>,
+    round: u64,
+    /// Whether pages waited for frames in the last update: then every page beyond the
+    /// radius is released; otherwise those whose neighbours are all in frames are kept
+    /// (they refine at no cost in frames).
+    crowded: bool,
 }
 
 impl Paging {
@@ -127,6 +167,7 @@ impl Paging {
             return Err(Box::new(tree));
         }
         let mut live = tree.top_with_frames(frames, frame_slots as usize);
+        let pages = roots.len();
         let free = (0..frames)
             .rev()
             .map(|f| (top + f * frame_slots as usize) as u32)
@@ -144,7 +185,9 @@ impl Paging {
             free,
             held: Vec::with_capacity(frames),
             asked_at: vec![0; roots.len()],
-            queue: Vec::new(),
+            // Each page is queued, wanted or waiting once at most, so these never grow
+            // once made (no allocation per frame).
+            queue: Vec::with_capacity(roots.len()),
             queued: vec![false; roots.len()],
             loading: vec![false; roots.len()],
             in_flight: 0,
@@ -155,11 +198,24 @@ impl Paging {
             update: 0,
             held_back: 0,
             held_by_faults: 0,
+            nearest_held: f32::INFINITY,
             copied_in: 0,
             dropped: 0,
             loaded: 0,
             failures: 0,
             longest_serve: Duration::ZERO,
+            radius: f32::INFINITY,
+            released: vec![false; pages],
+            distance: vec![0.0; pages],
+            eye: None,
+            demand: Vec::with_capacity(pages),
+            demanded: vec![false; pages],
+            last_move: 0,
+            turned: 0,
+            crowded: false,
+            near: Vec::with_capacity(frames + 2 * pages),
+            counted: vec![0; pages],
+            round: 0,
             store: Store::Memory(Box::new(tree)),
         };
         let Store::Memory(store) = &paging.store else {
@@ -186,6 +242,19 @@ impl Paging {
     /// Number of pages in frames.
     pub fn resident(&self) -> usize {
         self.held.len()
+    }
+
+    /// Number of pages in frames that are released (coarsening to leave).
+    pub fn released(&self) -> usize {
+        self.held
+            .iter()
+            .filter(|&&k| self.released[k as usize])
+            .count()
+    }
+
+    /// The release radius: pages farther from the eye are held coarse.
+    pub fn radius(&self) -> f32 {
+        self.radius
     }
 
     /// Bytes of the pages kept in memory (not on disk) for copying in.
@@ -240,6 +309,13 @@ impl Paging {
         (&self.queue, &self.roots, &self.pinned)
     }
 
+    /// The pages in frames, each with whether it is released.
+    #[cfg(test)]
+    pub fn held(&self) -> Vec<(u32, bool)> {
+        let released = |k: u32| self.released[k as usize];
+        self.held.iter().map(|&k| (k, released(k))).collect()
+    }
+
     /// The pages that could not be read since the last call, each reported once.
     pub fn take_faults(&mut self) -> Vec<PageError> {
         std::mem::take(&mut self.faults)
@@ -261,7 +337,12 @@ impl Paging {
     pub fn blocks(&mut self, tree: &SquareTree, sq: Sq) -> bool {
         let shift = sq.level - self.level;
         let (px, pz) = (sq.ix >> shift, sq.iz >> shift);
-        if self.complete[self.grid[(pz * self.nx + px) as usize] as usize] {
+        let own = self.grid[(pz * self.nx + px) as usize] as usize;
+        if self.released[own] {
+            self.hold(tree, sq);
+            return true;
+        }
+        if self.complete[own] {
             return false;
         }
         let (mut missing, mut coming) = (false, false);
@@ -272,28 +353,77 @@ impl Paging {
                 coming |= !self.failed[j as usize];
             }
         }
-        self.held_back += usize::from(missing);
+        if missing {
+            self.hold(tree, sq);
+        }
         self.held_by_faults += usize::from(missing && !coming);
         missing
     }
 
-    /// A missing page root wants its children: asks for its page.
-    pub fn wait_for(&mut self, j: usize) {
+    /// A missing page root wants its children: asks for its page, unless it lies beyond
+    /// the release radius.
+    pub fn wait_for(&mut self, tree: &SquareTree, j: usize) {
+        self.hold(tree, self.roots[j]);
+        if self.distance_of(tree, j) > self.radius {
+            self.want(j);
+            return;
+        }
         self.ask(j as u32);
-        self.held_back += 1;
         self.held_by_faults += usize::from(self.failed[j]);
     }
 
+    /// Whether a page root `sq` (resident) must leave its children alone because its page
+    /// is released; `wants` says whether its subtree test fails (then it is held back).
+    pub fn starves(&mut self, tree: &SquareTree, sq: Sq, wants: impl FnOnce() -> bool) -> bool {
+        let j = self.grid[(sq.iz * self.nx + sq.ix) as usize];
+        if j == NO_PAGE
+            || !self.released[j as usize]
+            || tree.pages()[j as usize].first == NOT_RESIDENT
+        {
+            return false;
+        }
+        if wants() {
+            self.hold(tree, sq);
+            self.want(j as usize);
+        }
+        true
+    }
+
+    /// Square `sq` is held back (left coarser than its tests ask).
+    fn hold(&mut self, tree: &SquareTree, sq: Sq) {
+        self.held_back += 1;
+        if let Some(eye) = self.eye {
+            let distance = tree.aabb(sq).distance_to(eye);
+            self.nearest_held = self.nearest_held.min(distance);
+        }
+    }
+
+    /// Released page `j` wants refining.
+    fn want(&mut self, j: usize) {
+        if !std::mem::replace(&mut self.demanded[j], true) {
+            self.demand.push(j as u32);
+        }
+    }
+
+    /// Distance of page `j`'s root box from this update's eye (0 without one).
+    fn distance_of(&self, tree: &SquareTree, j: usize) -> f32 {
+        self.eye
+            .map_or(0.0, |eye| tree.aabb(self.roots[j]).distance_to(eye))
+    }
+
     /// Whether page `j` may leave at the start of update `update`: resident, not pinned,
-    /// not asked for in the update before (so neither copied in during this one), and no page around it (itself included)
-    /// has an enabled child of its root.
+    /// not asked for in the update before (so neither copied in during this one), its
+    /// root without an enabled child, and no page around it that is not released either
+    /// (refined ground keeps its neighbourhood; released pages are on their way out).
     fn droppable(&self, tree: &SquareTree, state: &[u32], j: usize, update: u64) -> bool {
         let root = self.roots[j];
+        let refined = |k: u32| enabled_children(state[self.roots[k as usize].id as usize]) != 0;
         tree.pages()[j].first != NOT_RESIDENT
             && !self.pinned[j]
             && self.asked_at[j] + 1 < update
+            && !refined(j as u32)
             && around(&self.grid, self.nx, self.nz, root.ix, root.iz)
-                .all(|k| enabled_children(state[self.roots[k as usize].id as usize]) == 0)
+                .all(|k| self.released[k as usize] || !refined(k))
     }
 
     /// Frames the next update can give pages, counted up to `limit`: free, or holding a
@@ -309,26 +439,113 @@ impl Paging {
     }
 
     /// Pages the next updates can copy in or ask the loader for (as many as there are
-    /// frames for), and those being read: while there are some, selecting again brings
-    /// more of what the view asked for.
+    /// frames for, or will be once pages are released and leave), and those being read:
+    /// while there are some, selecting again brings more of what the view asked for.
     pub fn pending(&self, tree: &SquareTree, state: &[u32]) -> usize {
         let missing = self.queue.iter().filter(|&&j| {
             tree.pages()[j as usize].first == NOT_RESIDENT && !self.loading[j as usize]
         });
         let missing = missing.count();
-        missing.min(self.room(tree, state, missing)) + self.in_flight
+        let room = self.room(tree, state, missing);
+        let to_come = if room < missing {
+            room + self.leaving(state)
+        } else {
+            room
+        };
+        missing.min(to_come) + self.in_flight + self.turned
+    }
+
+    /// Released pages in frames that are coarsening and will be free to leave: refined,
+    /// but no page beside them that is not released is (which would keep them).
+    fn leaving(&self, state: &[u32]) -> usize {
+        let refined = |k: u32| enabled_children(state[self.roots[k as usize].id as usize]) != 0;
+        let leaving = self.held.iter().filter(|&&k| {
+            let root = self.roots[k as usize];
+            self.released[k as usize]
+                && refined(k)
+                && around(&self.grid, self.nx, self.nz, root.ix, root.iz)
+                    .all(|n| self.released[n as usize] || !refined(n))
+        });
+        leaving.count()
     }
 
     /// At the end of an update: puts the pages asked for in order of their distance from
     /// `eye` (nearest first: the ground nearest the camera gets frames first, as the
-    /// next update copies in in this order), then [`Paging::dispatch`].
-    pub fn end_update(&mut self, tree: &SquareTree, state: &[u32], eye: Option<glam::Vec3>) {
-        if let Some(eye) = eye {
+    /// next update copies in in this order), moves the release radius, then
+    /// [`Paging::dispatch`].
+    ///
+    /// The radius shrinks when pages wait that the frames cannot take, even once the
+    /// released pages have left: the farthest pages in frames that are not released yet
+    /// are released, as many as wait (their squares want nothing from the next update on,
+    /// so they coarsen and leave, nearer ground taking their frames). It grows back to the
+    /// nearest released page whose ground wants refining once frames are spare for it
+    /// and its neighbours, and becomes infinite when no released page wants refining.
+    pub fn end_update(&mut self, tree: &SquareTree, state: &[u32], deadline: &mut [Deadline]) {
+        if let Some(eye) = self.eye {
             let distance = |j: u32| tree.aabb(self.roots[j as usize]).distance_to(eye);
             self.queue
                 .sort_unstable_by(|&a, &b| distance(a).total_cmp(&distance(b)));
+            self.move_radius(tree, state);
         }
+        self.release(tree, deadline);
         self.dispatch(tree, state);
+    }
+
+    /// The largest radius whose pages fit in the frames: the pages in frames and those
+    /// asked for or wanting refining, nearest first, each taken with the pages around it (which its squares
+    /// need in frames to refine), until the next one would not fit.
+    fn fitting_radius(&mut self, tree: &SquareTree) -> f32 {
+        let mut near = std::mem::take(&mut self.near);
+        near.clear();
+        let missing = (self.queue.iter().chain(&self.demand))
+            .filter(|&&j| tree.pages()[j as usize].first == NOT_RESIDENT);
+        let pages = self.held.iter().chain(missing);
+        near.extend(pages.map(|&j| (self.distance_of(tree, j as usize), j)));
+        near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let budget = self.frames() - self.pinned.iter().filter(|&&p| p).count();
+        // Pages counted in this round have `counted[k] == round`.
+        self.round += 1;
+        let round = self.round;
+        let mut taken = 0;
+        let mut radius = f32::INFINITY;
+        for &(distance, j) in &near {
+            let root = self.roots[j as usize];
+            let (mut new, mut n) = ([0; 9], 0);
+            for k in around(&self.grid, self.nx, self.nz, root.ix, root.iz) {
+                if !self.pinned[k as usize] && self.counted[k as usize] != round {
+                    new[n] = k;
+                    n += 1;
+                }
+            }
+            if taken + n > budget {
+                radius = distance.next_down();
+                break;
+            }
+            for &k in &new[..n] {
+                self.counted[k as usize] = round;
+            }
+            taken += n;
+        }
+        self.near = near;
+        radius
+    }
+
+    /// Shrinks or grows the release radius (see [`Paging::end_update`]).
+    fn move_radius(&mut self, tree: &SquareTree, state: &[u32]) {
+        let waiting = (self.queue.iter())
+            .filter(|&&j| tree.pages()[j as usize].first == NOT_RESIDENT)
+            .count();
+        let crowded = waiting > 0 && self.room(tree, state, waiting) < waiting;
+        self.crowded = crowded;
+        if !crowded && self.demand.is_empty() {
+            self.radius = f32::INFINITY;
+        } else if crowded || self.update >= self.last_move + GROW_AFTER {
+            let radius = self.fitting_radius(tree);
+            if radius != self.radius {
+                self.radius = radius;
+                self.last_move = self.update;
+            }
+        }
     }
 
     /// With the pages on disk, requests the pages the next
@@ -406,11 +623,21 @@ impl Paging {
         tree: &mut SquareTree,
         state: &mut [u32],
         deadline: &mut [Deadline],
+        eye: Option<glam::Vec3>,
     ) -> bool {
         let started = Instant::now();
         self.held_back = 0;
         self.held_by_faults = 0;
+        self.nearest_held = f32::INFINITY;
         self.update += 1;
+        self.eye = eye;
+        for &j in &self.demand {
+            self.demanded[j as usize] = false;
+        }
+        self.demand.clear();
+        if eye.is_none() {
+            self.radius = f32::INFINITY;
+        }
         self.receive(false);
         let mut queue = std::mem::take(&mut self.queue);
         let mut copied = 0;
@@ -435,6 +662,8 @@ impl Paging {
             }
             self.held.push(j as u32);
             self.copied_in += 1;
+            self.distance[j] = self.distance_of(tree, j);
+            self.released[j] = self.distance[j] > self.radius;
             self.refresh_around(tree, j);
             let run = frame as usize..(frame + self.frame_slots) as usize;
             state[run.clone()].fill(0);
@@ -451,15 +680,49 @@ impl Paging {
         copied > 0
     }
 
-    /// A frame for a page: a free one, else the frame of the least recently asked page
-    /// that may leave (dropped), else none.
+    /// Brings the pages in frames to the release radius and this update's eye, for the
+    /// next update (so what it may drop is known when pages are requested): pages beyond
+    /// it are released, but while no page waits for a frame, those with every page
+    /// around them in frames are kept (refining them takes no frame). A page released or
+    /// kept again is tested anew (its squares' and its ancestors' deadlines expire).
+    fn release(&mut self, tree: &SquareTree, deadline: &mut [Deadline]) {
+        self.turned = 0;
+        for &k in &self.held {
+            let k = k as usize;
+            self.distance[k] = self.distance_of(tree, k);
+            if self.pinned[k] {
+                continue;
+            }
+            let released = self.distance[k] > self.radius && (self.crowded || !self.complete[k]);
+            if std::mem::replace(&mut self.released[k], released) == released {
+                continue;
+            }
+            self.turned += 1;
+            let first = tree.pages()[k].first as usize;
+            deadline[first..first + self.frame_slots as usize].fill(EXPIRED);
+            let mut id = self.roots[k].id;
+            loop {
+                deadline[id as usize] = EXPIRED;
+                if id == ROOT {
+                    break;
+                }
+                id = tree.parent(id);
+            }
+        }
+    }
+
+    /// A frame for a page: a free one, else the frame of a page that may leave (dropped:
+    /// a released one first, else the least recently asked), else none.
     fn frame(&mut self, tree: &mut SquareTree, state: &[u32]) -> Option<u32> {
         if let Some(frame) = self.free.pop() {
             return Some(frame);
         }
         let h = (0..self.held.len())
             .filter(|&h| self.droppable(tree, state, self.held[h] as usize, self.update))
-            .min_by_key(|&h| self.asked_at[self.held[h] as usize])?;
+            .min_by_key(|&h| {
+                let k = self.held[h] as usize;
+                (!self.released[k], self.asked_at[k])
+            })?;
         let k = self.held.swap_remove(h) as usize;
         self.dropped += 1;
         let frame = tree.drop_page(k).first;

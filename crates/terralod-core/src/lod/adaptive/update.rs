@@ -199,6 +199,18 @@ impl AdaptiveLod<'_> {
         if blocked {
             containment = Containment::Outside;
         }
+        // A page root whose page is released leaves its children alone (they coarsen and
+        // the page leaves its frame for nearer ground).
+        let starved = containment != Containment::Outside
+            && match &mut self.paging {
+                Some(paging) if sq.level == paging.level => {
+                    let tree = &self.tree;
+                    paging.starves(tree, sq, || {
+                        tester.fails(tree.records[id].subtree_error(), &aabb)
+                    })
+                }
+                _ => false,
+            };
         let mut side_bits = 0;
         if containment != Containment::Outside {
             let fan = self.tree.records[id].fan_error();
@@ -234,7 +246,7 @@ impl AdaptiveLod<'_> {
             && tester.fails(self.tree.records[id].subtree_error(), &aabb)
         {
             debug_assert!(!self.tree.straddles(sq), "a pinned page is missing");
-            paging.wait_for(j);
+            paging.wait_for(&self.tree, j);
             true
         } else {
             false
@@ -250,7 +262,7 @@ impl AdaptiveLod<'_> {
                 }
                 let child = sq.child(first, k);
                 let want = !blocked && straddles
-                    || (containment != Containment::Outside && {
+                    || (containment != Containment::Outside && !starved && {
                         let error = self.tree.records[cid].subtree_error();
                         let child_box = self.tree.aabb(child);
                         let (fails, test_slack) = if containment == Containment::Inside {
@@ -300,7 +312,7 @@ impl AdaptiveLod<'_> {
                 self.enable_mid(owner, owned, Some(across));
             }
         }
-        if blocked || waiting {
+        if blocked || starved || waiting {
             return EXPIRED;
         }
         self.motion.deadline(slack, tester.reach(&aabb))

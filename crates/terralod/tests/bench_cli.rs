@@ -338,3 +338,67 @@ fn fresh_selections_on_the_path_equal_the_carried_ones() {
         assert_eq!(with_scratch, [4, 8, 12], "{name}");
     }
 }
+
+/// `--page-frames` with fewer frames than the flight asks for: every frame crack-free,
+/// the frames that held ground back counted, and how near the camera that ground came
+/// reported per frame and as a median (in the text, the JSON and its last line).
+#[test]
+fn a_paged_flight_reports_how_near_ground_was_held_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let terrain = small_terrain(dir.path());
+    let json = dir.path().join("bench.json");
+    let output = terralod(&[
+        "bench",
+        &terrain,
+        "--cell-size",
+        "240",
+        "--height-scale",
+        "0.04",
+        "--algo",
+        "adaptive",
+        "--page-cells",
+        "8",
+        "--page-frames",
+        "12",
+        "--frames",
+        "24",
+        "--measure-every",
+        "0",
+        "--check",
+        "--size",
+        "320x180",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = &report["algorithms"][0];
+    assert_eq!(run["defective_frames"], 0, "{stdout}");
+    let held = run["held_back_frames"].as_u64().unwrap();
+    assert!(held > 0, "12 frames held every page: {stdout}");
+    let frames = run["frames"].as_array().unwrap();
+    let nearest: Vec<f64> = frames
+        .iter()
+        .filter_map(|f| f["nearest_held_back_m"].as_f64())
+        .collect();
+    assert_eq!(
+        nearest.len() as u64,
+        held,
+        "a distance per frame holding back"
+    );
+    assert!(nearest.iter().all(|&d| d >= 0.0 && d.is_finite()));
+    let median = run["nearest_held_back_median_m"].as_f64().unwrap();
+    assert!(nearest.contains(&median));
+    assert!(stdout.contains("nearest held back median"), "{stdout}");
+    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        summary["algorithms"][0]["nearest_held_back_median_m"],
+        median
+    );
+}

@@ -826,12 +826,15 @@ pub trait LodAlgorithm: Send {
 }
 
 /// Background reads as the last selection left them ([`LodAlgorithm::reads`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Reads {
     /// Pieces drawn coarser than the view wants for want of data (algorithm A: squares),
     /// and of those the ones that wait only for data that could not be read.
     pub held_back: usize,
     pub faulty: usize,
+    /// The distance from the eye of the nearest piece held back (`None` when none was, or
+    /// the view has no eye): nearer ground was drawn as the view asks.
+    pub nearest_held_back: Option<f32>,
     /// Reads that selecting again can use: under way, or possible now.
     pub pending: usize,
     /// Reads that failed so far (never tried again).

@@ -1080,6 +1080,7 @@ impl LodAlgorithm for AdaptiveLod<'_> {
             .map_or_else(super::Reads::default, |p| super::Reads {
                 held_back: p.held_back,
                 faulty: p.held_by_faults,
+                nearest_held_back: p.nearest_held.is_finite().then_some(p.nearest_held),
                 pending: p.pending(&self.tree, &self.state),
                 failed: p.failures,
             })

@@ -42,11 +42,6 @@ pub(super) const PAGES_PER_UPDATE: usize = 8;
 /// No page at a position of the roots' level (the square there has no children).
 const NO_PAGE: u32 = u32::MAX;
 
-/// Updates after the release radius last moved before it is worked out again while
-/// released pages want refining and nothing waits for a frame (it is worked out at once
-/// when something does).
-const GROW_AFTER: u64 = 30;
-
 /// Where the pages that are not in the pool wait.
 #[derive(Debug)]
 enum Store {
@@ -119,15 +114,11 @@ pub(super) struct Paging {
     radius: f32,
     /// Per page, whether it is released (kept up to date for the pages in frames).
     released: Vec<bool>,
-    /// Per page, the distance of its root's box from the eye (kept for pages in frames).
-    distance: Vec<f32>,
     /// This update's eye.
     eye: Option<glam::Vec3>,
     /// Released pages whose root wanted children in this update, each once.
     demand: Vec<u32>,
     demanded: Vec<bool>,
-    /// The update that last moved the radius.
-    last_move: u64,
     /// Pages released or kept again at the end of the last update.
     turned: usize,
     /// Scratch of [`Paging::fitting_radius`]: pages by distance, and per page the last
@@ -135,10 +126,17 @@ pub(super) struct Paging {
     near: Vec<(f32, u32)>,
     counted: Vec<u64>,
     round: u64,
-    /// Whether pages waited for frames in the last update: then every page beyond the
-    /// radius is released; otherwise those whose neighbours are all in frames are kept
-    /// (they refine at no cost in frames).
-    crowded: bool,
+    /// Whether pages waited to be copied in at the end of the last update: then every
+    /// page beyond the radius is released; otherwise those whose neighbours are all in
+    /// frames are kept (they refine at no cost in frames).
+    waiting: bool,
+    /// Pages that never leave.
+    pinned_count: usize,
+    /// The radius a crowded update shrank to, for the eye at `ceiling_eye`: while the
+    /// eye stays there, the radius grows no larger (so a still camera settles instead of
+    /// swinging between a radius that crowds the frames and one that does not).
+    ceiling: f32,
+    ceiling_eye: glam::Vec3,
 }
 
 impl Paging {
@@ -161,7 +159,8 @@ impl Paging {
             }
         }
         let frame_slots = tree.pages().iter().map(|p| p.slots).max().unwrap_or(0);
-        let frames = (frames.max(pinned.iter().filter(|&&p| p).count() + 9)).min(roots.len());
+        let pinned_count = pinned.iter().filter(|&&p| p).count();
+        let frames = (frames.max(pinned_count + 9)).min(roots.len());
         let top = tree.pages()[0].first as usize;
         if top + frames * frame_slots as usize >= MAX_SLOTS {
             return Err(Box::new(tree));
@@ -206,13 +205,14 @@ impl Paging {
             longest_serve: Duration::ZERO,
             radius: f32::INFINITY,
             released: vec![false; pages],
-            distance: vec![0.0; pages],
             eye: None,
             demand: Vec::with_capacity(pages),
             demanded: vec![false; pages],
-            last_move: 0,
             turned: 0,
-            crowded: false,
+            waiting: false,
+            pinned_count,
+            ceiling: f32::INFINITY,
+            ceiling_eye: glam::Vec3::ZERO,
             near: Vec::with_capacity(frames + 2 * pages),
             counted: vec![0; pages],
             round: 0,
@@ -474,12 +474,12 @@ impl Paging {
     /// next update copies in in this order), moves the release radius, then
     /// [`Paging::dispatch`].
     ///
-    /// The radius shrinks when pages wait that the frames cannot take, even once the
-    /// released pages have left: the farthest pages in frames that are not released yet
-    /// are released, as many as wait (their squares want nothing from the next update on,
-    /// so they coarsen and leave, nearer ground taking their frames). It grows back to the
-    /// nearest released page whose ground wants refining once frames are spare for it
-    /// and its neighbours, and becomes infinite when no released page wants refining.
+    /// The radius is worked out ([`Paging::fitting_radius`]) when pages wait that the
+    /// frames cannot take, or released pages want refining (so it grows back when the
+    /// view asks for less), and is infinite otherwise; but while the eye stays where the
+    /// frames were crowded, it grows no larger than the radius they shrank to then. Pages beyond it are released from
+    /// the next update on: their squares want nothing, so they coarsen and leave, nearer
+    /// ground taking their frames.
     pub fn end_update(&mut self, tree: &SquareTree, state: &[u32], deadline: &mut [Deadline]) {
         if let Some(eye) = self.eye {
             let distance = |j: u32| tree.aabb(self.roots[j as usize]).distance_to(eye);
@@ -491,18 +491,24 @@ impl Paging {
         self.dispatch(tree, state);
     }
 
-    /// The largest radius whose pages fit in the frames: the pages in frames and those
-    /// asked for or wanting refining, nearest first, each taken with the pages around it (which its squares
+    /// The largest radius whose pages fit in the frames: the pages in frames that are
+    /// refined or asked for, and those missing that are asked for or want refining,
+    /// nearest first, each taken with the pages around it (which its squares
     /// need in frames to refine), until the next one would not fit.
-    fn fitting_radius(&mut self, tree: &SquareTree) -> f32 {
+    fn fitting_radius(&mut self, tree: &SquareTree, state: &[u32]) -> f32 {
         let mut near = std::mem::take(&mut self.near);
         near.clear();
+        // Pages in frames count while refined or asked for: the others may leave.
+        let needed = self.held.iter().filter(|&&k| {
+            enabled_children(state[self.roots[k as usize].id as usize]) != 0
+                || self.asked_at[k as usize] == self.update
+        });
         let missing = (self.queue.iter().chain(&self.demand))
             .filter(|&&j| tree.pages()[j as usize].first == NOT_RESIDENT);
-        let pages = self.held.iter().chain(missing);
+        let pages = needed.chain(missing);
         near.extend(pages.map(|&j| (self.distance_of(tree, j as usize), j)));
         near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let budget = self.frames() - self.pinned.iter().filter(|&&p| p).count();
+        let budget = self.frames() - self.pinned_count;
         // Pages counted in this round have `counted[k] == round`.
         self.round += 1;
         let round = self.round;
@@ -530,21 +536,31 @@ impl Paging {
         radius
     }
 
-    /// Shrinks or grows the release radius (see [`Paging::end_update`]).
+    /// Works the release radius out again (see [`Paging::end_update`]).
     fn move_radius(&mut self, tree: &SquareTree, state: &[u32]) {
         let waiting = (self.queue.iter())
             .filter(|&&j| tree.pages()[j as usize].first == NOT_RESIDENT)
             .count();
+        self.waiting = waiting > 0;
         let crowded = waiting > 0 && self.room(tree, state, waiting) < waiting;
-        self.crowded = crowded;
-        if !crowded && self.demand.is_empty() {
-            self.radius = f32::INFINITY;
-        } else if crowded || self.update >= self.last_move + GROW_AFTER {
-            let radius = self.fitting_radius(tree);
-            if radius != self.radius {
-                self.radius = radius;
-                self.last_move = self.update;
+        let fitting = if crowded || !self.demand.is_empty() {
+            self.fitting_radius(tree, state)
+        } else {
+            f32::INFINITY
+        };
+        let eye = self.eye.unwrap_or_default();
+        if eye.distance(self.ceiling_eye) > 0.01 * self.ceiling {
+            self.ceiling = f32::INFINITY;
+        }
+        if crowded {
+            // Crowded frames never grow the radius (pages released earlier may still be
+            // on their way out).
+            if fitting < self.radius {
+                (self.ceiling, self.ceiling_eye) = (fitting, eye);
+                self.radius = fitting;
             }
+        } else {
+            self.radius = fitting.min(self.ceiling);
         }
     }
 
@@ -662,8 +678,7 @@ impl Paging {
             }
             self.held.push(j as u32);
             self.copied_in += 1;
-            self.distance[j] = self.distance_of(tree, j);
-            self.released[j] = self.distance[j] > self.radius;
+            self.released[j] = self.distance_of(tree, j) > self.radius;
             self.refresh_around(tree, j);
             let run = frame as usize..(frame + self.frame_slots) as usize;
             state[run.clone()].fill(0);
@@ -689,11 +704,11 @@ impl Paging {
         self.turned = 0;
         for &k in &self.held {
             let k = k as usize;
-            self.distance[k] = self.distance_of(tree, k);
             if self.pinned[k] {
                 continue;
             }
-            let released = self.distance[k] > self.radius && (self.crowded || !self.complete[k]);
+            let beyond = self.distance_of(tree, k) > self.radius;
+            let released = beyond && (self.waiting || !self.complete[k]);
             if std::mem::replace(&mut self.released[k], released) == released {
                 continue;
             }

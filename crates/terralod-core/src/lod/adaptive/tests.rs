@@ -1439,3 +1439,114 @@ fn the_parallel_render_is_the_serial_one() {
     assert!(one.2 == four.2, "the morphs differ");
     assert!(one.3 == four.3, "the drawn boxes differ");
 }
+
+/// Forced coarsening with a still camera after a move: for several frame counts, views
+/// of the low flight and across the terrain, each from a fresh start or after another
+/// view, the selection settles: `reads().pending` reaches 0 and the mesh stops changing
+/// (no page swings between released and kept, none is copied in and dropped forever);
+/// a view that settles with ground held back never fits later (so `mesh` and `render`,
+/// which stop at the first update without anything pending, refuse only views the
+/// frames cannot hold); and a view that fits settles to the unpaged selection. Found by a
+/// review: keeping pages whose neighbours were all in frames while others still waited
+/// swung forever, and a radius grown back while the frames were crowded swung too.
+#[test]
+fn a_still_camera_settles_after_a_move() {
+    let field = stepped_field(129, 129, 3);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default().with_page_cells(8);
+    let mut unpaged = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let (w, d) = field.world_size();
+    let across = |from: f32, to: f32, height: f32| {
+        let eye = Vec3::new(w * from, height, d * from);
+        let target = Vec3::new(w * to, 1000.0, d * to);
+        View::screen(camera(eye, target), 0.5).expect("valid view")
+    };
+    let flight = low_flight(&field);
+    let mut views: Vec<View> = flight.iter().take(40).step_by(3).copied().collect();
+    views.extend([across(0.9, 0.1, 1150.0), across(0.5, 0.0, 1300.0)]);
+    let mut held_back_settled = 0;
+    for frames in [14, 20, 40] {
+        for (v, view) in views.iter().enumerate() {
+            let expected = selections(&mut unpaged, &[*view]);
+            for before in [None, Some(views[(v + 3) % views.len()])] {
+                let case = format!("{frames} frames, view {v}, after {:?}", before.is_some());
+                let mut lod = AdaptiveLod::with_options(
+                    &field,
+                    &pyramid,
+                    LodOptions::default(),
+                    options.with_page_frames(frames),
+                );
+                for view in std::iter::repeat_n(before, 40).flatten() {
+                    selections(&mut lod, &[view]);
+                }
+                let (mut settled, mut last) = (None, Vec::new());
+                for i in 0..200 {
+                    let got = selections(&mut lod, &[*view]);
+                    check_invariants(&lod);
+                    let held_back = lod.paging().expect("paged").held_back;
+                    if settled.is_none() && lod.reads().pending == 0 {
+                        settled = Some(held_back);
+                    }
+                    if i >= 150 {
+                        assert!(got == last, "{case}: the mesh still changes at update {i}");
+                    }
+                    last = got;
+                }
+                let stats = lod.paging().expect("paged");
+                assert_eq!(lod.reads().pending, 0, "{case}: {stats:?}");
+                let settled = settled.expect("pending reached 0");
+                if settled > 0 {
+                    held_back_settled += 1;
+                    assert!(stats.held_back > 0, "{case}: refused, but it fits");
+                }
+                if stats.held_back == 0 {
+                    assert!(last == expected, "{case}: not the unpaged selection");
+                }
+            }
+        }
+    }
+    assert!(
+        held_back_settled > 0,
+        "no view needed more pages than the frames hold"
+    );
+}
+
+/// Through a move, a still camera, a view without an eye and another view, pages on disk
+/// (awaited) give what pages in memory give, frame by frame, with pages released.
+#[test]
+fn pages_on_disk_release_what_pages_in_memory_do() {
+    let field = stepped_field(129, 129, 3);
+    let pyramid = Pyramid::build(&field);
+    let options = AdaptiveOptions::default()
+        .with_page_cells(8)
+        .with_page_frames(20);
+    let build = || AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let (mut memory, mut disk) = (build(), build());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    disk.spool_pages(dir.path()).expect("pages written");
+    let views = low_flight(&field);
+    let eyeless = View::world_error(30.0).expect("valid view");
+    let path = std::iter::repeat_n(views[36], 60)
+        .chain(std::iter::repeat_n(views[0], 100))
+        .chain(std::iter::repeat_n(eyeless, 3))
+        .chain(std::iter::repeat_n(views[20], 60));
+    let mut released = 0;
+    for (i, view) in path.enumerate() {
+        disk.await_pages();
+        assert!(
+            selections(&mut disk, &[view]) == selections(&mut memory, &[view]),
+            "update {i}"
+        );
+        let (d, m) = (
+            disk.paging().expect("paged"),
+            memory.paging().expect("paged"),
+        );
+        assert_eq!(
+            (d.copied_in, d.dropped, d.held_back, d.released),
+            (m.copied_in, m.dropped, m.held_back, m.released),
+            "update {i}"
+        );
+        released = released.max(m.released);
+    }
+    assert!(released > 0);
+}

@@ -143,6 +143,9 @@ pub struct FrameRecord {
     /// Pieces drawn coarser than the view wants while their data is read in the
     /// background (algorithm A with `--page-frames`: squares waiting for pages).
     pub held_back: usize,
+    /// The distance from the eye of the nearest piece held back (metres), when some was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nearest_held_back_m: Option<f32>,
     /// Algorithm P's pool and tree figures of the frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patches: Option<PatchStats>,
@@ -212,6 +215,9 @@ pub struct AlgorithmRun {
     /// that failed (algorithm A's pages on disk).
     pub held_back_frames: usize,
     pub read_failures: usize,
+    /// Over the frames that held something back: the median distance from the eye of the
+    /// nearest piece held back (metres; the ground nearer was drawn as the view asks).
+    pub nearest_held_back_median_m: Option<f64>,
     /// Over the measured frames: the largest jump of the drawn surface from the previous
     /// frame to that one, in pixels (`measure_popping`), and the largest p99. Camera motion
     /// does not count; a geomorphing algorithm spreads its jumps over frames.
@@ -359,6 +365,7 @@ fn summary_line(report: &serde_json::Value, runs: &[AlgorithmRun]) -> serde_json
                 "popping_px": r.popping_px,
                 "defective_frames": r.defective_frames,
                 "held_back_frames": r.held_back_frames,
+                "nearest_held_back_median_m": r.nearest_held_back_median_m,
                 "scratch": r.scratch,
             })
         })
@@ -563,7 +570,7 @@ fn fly(
         for fault in algorithm.take_faults() {
             let _ = writeln!(std::io::stderr(), "{}: frame {i}: {fault}", entry.name);
         }
-        let held_back = algorithm.reads().held_back;
+        let reads = algorithm.reads();
         let stats = algorithm.stats();
         if let Some(p) = &stats.patches
             && p.refused_splits > 0
@@ -588,7 +595,8 @@ fn fly(
             nodes_visited: stats.nodes_visited,
             measured_px,
             popping_px,
-            held_back,
+            held_back: reads.held_back,
+            nearest_held_back_m: reads.nearest_held_back,
             patches: stats.patches,
             scratch,
         });
@@ -618,6 +626,7 @@ fn fly(
         defective_frames: defective,
         held_back_frames: frames.iter().filter(|f| f.held_back > 0).count(),
         read_failures: algorithm.reads().failed,
+        nearest_held_back_median_m: median_nearest_held_back(&frames),
         popping_px: popping_max,
         popping_p99_px: popping_p99,
         patch_pool: patch_pool_run(&frames),
@@ -686,6 +695,17 @@ fn scratch_run(frames: &[FrameRecord]) -> Option<ScratchRun> {
 }
 
 /// Algorithm P's pool figures over the path, if the frames have them.
+/// The median, over the frames that held something back, of the distance from the eye of
+/// the nearest piece held back.
+fn median_nearest_held_back(frames: &[FrameRecord]) -> Option<f64> {
+    let mut nearest: Vec<f64> = frames
+        .iter()
+        .filter_map(|f| f.nearest_held_back_m.map(f64::from))
+        .collect();
+    nearest.sort_by(f64::total_cmp);
+    nearest.get(nearest.len() / 2).copied()
+}
+
 fn patch_pool_run(frames: &[FrameRecord]) -> Option<PatchPoolRun> {
     let stats: Vec<PatchStats> = frames.iter().filter_map(|f| f.patches).collect();
     let last = stats.last()?;
@@ -763,6 +783,23 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
                 s.frames
             )?;
         }
+    }
+    for r in runs
+        .iter()
+        .filter(|r| r.held_back_frames > 0 || r.read_failures > 0)
+    {
+        let nearest = r.nearest_held_back_median_m.map_or(String::new(), |m| {
+            format!(" (nearest held back median {m:.0} m from the eye)")
+        });
+        writeln!(
+            out,
+            "{}: {} of {} frames held ground back for want of pages{nearest}; {} pages \
+             unreadable",
+            r.algorithm,
+            r.held_back_frames,
+            r.frames.len(),
+            r.read_failures
+        )?;
     }
     for r in runs {
         if let Some(p) = &r.patch_pool {
@@ -906,6 +943,9 @@ fn oracle_text(run: &AlgorithmRun) -> String {
             ", frames waiting for pages {}, pages unreadable {}",
             run.held_back_frames, run.read_failures
         );
+    }
+    if let Some(nearest) = run.nearest_held_back_median_m {
+        text += &format!(", nearest held back median {nearest:.0} m");
     }
     text
 }

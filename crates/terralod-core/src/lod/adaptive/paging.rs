@@ -477,9 +477,9 @@ impl Paging {
     /// The radius is worked out ([`Paging::fitting_radius`]) when pages wait that the
     /// frames cannot take, or released pages want refining (so it grows back when the
     /// view asks for less), and is infinite otherwise; but while the eye stays where the
-    /// frames were crowded, it grows no larger than the radius they shrank to then. Pages beyond it are released from
-    /// the next update on: their squares want nothing, so they coarsen and leave, nearer
-    /// ground taking their frames.
+    /// frames were crowded, it grows no larger than the radius they shrank to then.
+    /// Pages beyond it are released from the next update on: their squares want
+    /// nothing, so they coarsen and leave, nearer ground taking their frames.
     pub fn end_update(&mut self, tree: &SquareTree, state: &[u32], deadline: &mut [Deadline]) {
         if let Some(eye) = self.eye {
             let distance = |j: u32| tree.aabb(self.roots[j as usize]).distance_to(eye);

@@ -2,7 +2,8 @@
 //! every algorithm's own options, shared with `bench` too.
 
 use crate::detail_args::DetailArgs;
-use crate::terrain_args::parse_positive;
+use crate::stream_args::{self, StreamArgs};
+use crate::terrain_args::{TerrainArgs, parse_positive};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Write;
@@ -16,8 +17,9 @@ use terralod_core::lod::{
 #[derive(Debug, Args)]
 pub struct LodArgs {
     /// LOD algorithm, by its registry name (an unknown name lists them all). Default:
-    /// quadtree for a view, bintree for --max-error (the fewest vertices for a max error,
-    /// found without a table).
+    /// quadtree for a view (streamed-quadtree over an imported directory over
+    /// --max-samples, or with --cache-mb), bintree for --max-error (the fewest vertices
+    /// for a max error, found without a table).
     #[arg(long)]
     pub algo: Option<String>,
     /// View-dependent: projected error at most this many pixels.
@@ -330,6 +332,15 @@ fn parse_lod_distance(text: &str) -> Result<f32, String> {
 }
 
 impl LodArgs {
+    /// Without `--algo`, over an imported directory too large to load or with a flag of
+    /// the tile cache, a view-dependent run streams the directory
+    /// ([`stream_args::default_to_streaming`]).
+    pub fn default_to_streaming(&mut self, terrain: &TerrainArgs, stream: &StreamArgs) {
+        if self.max_error.is_none() {
+            stream_args::default_to_streaming(&mut self.algo, terrain, stream);
+        }
+    }
+
     /// The algorithm's name: `--algo`, or the default for the bound given.
     pub fn algo(&self) -> &str {
         match (&self.algo, self.max_error) {

@@ -59,10 +59,22 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => commands::info::run(&args),
         Command::Generate(args) => commands::generate::run(&args),
-        Command::Mesh(args) => commands::mesh::run(&args),
-        Command::Render(args) => commands::render::run(&args),
-        Command::Bench(args) => commands::bench::run(&args),
-        Command::View(args) => commands::view::run(&args),
+        Command::Mesh(mut args) => {
+            args.lod.default_to_streaming(&args.terrain, &args.stream);
+            commands::mesh::run(&args)
+        }
+        Command::Render(mut args) => {
+            args.lod.default_to_streaming(&args.terrain, &args.stream);
+            commands::render::run(&args)
+        }
+        Command::Bench(mut args) => {
+            args.default_to_streaming();
+            commands::bench::run(&args)
+        }
+        Command::View(mut args) => {
+            args.lod.default_to_streaming(&args.terrain, &args.stream);
+            commands::view::run(&args)
+        }
         Command::Import(args) => commands::import::run(&args),
     };
     match result {

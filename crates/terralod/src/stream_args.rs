@@ -5,6 +5,7 @@
 use crate::terrain_args::{Terrain, TerrainArgs};
 use anyhow::{Context, bail};
 use clap::Args;
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,12 +44,7 @@ impl StreamArgs {
     /// Refuses the streaming flags where nothing streams (a file, or an algorithm other
     /// than the streaming ones): they would be ignored without a word.
     pub fn refuse_unless_streamed(&self, streamed: bool) -> anyhow::Result<()> {
-        let given = [
-            ("--detail-levels", self.detail_levels > 0),
-            ("--cache-mb", self.cache_mb.is_some()),
-            ("--loader-threads", self.loader_threads.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, given)| *given).filter(|_| !streamed) {
+        if let Some(flag) = self.flag_given().filter(|_| !streamed) {
             bail!(
                 "{flag} applies to a streaming algorithm ({}) over an imported directory \
                  (terralod import makes one)",
@@ -59,6 +55,17 @@ impl StreamArgs {
             bail!("--detail-roughness shapes the procedural detail: give --detail-levels K too");
         }
         Ok(())
+    }
+
+    /// The first flag given that only a streaming algorithm reads.
+    pub fn flag_given(&self) -> Option<&'static str> {
+        [
+            ("--detail-levels", self.detail_levels > 0),
+            ("--cache-mb", self.cache_mb.is_some()),
+            ("--loader-threads", self.loader_threads.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
     }
 
     /// The tile cache's cap in bytes.
@@ -78,6 +85,48 @@ impl StreamArgs {
                 .unwrap_or(DetailOptions::DEFAULT.roughness),
             ..DetailOptions::DEFAULT.with_levels(self.detail_levels)
         }
+    }
+}
+
+/// The algorithm `mesh`, `render`, `view` and `bench` stream an imported directory with
+/// when no `--algo` is given and the directory is not to be loaded whole: the streamed
+/// form of the default `quadtree`.
+pub const STREAMING_DEFAULT: &str = "streamed-quadtree";
+
+/// Why a run given no `--algo` streams `terrain`'s directory with [`STREAMING_DEFAULT`]
+/// instead of loading its finest level whole: that level is over `--max-samples`, or a
+/// flag of the tile cache was given (which only a streaming algorithm reads). `None` for
+/// a file, the built-in terrain, or a directory whose header cannot be read (loading it
+/// then says why).
+pub fn streaming_reason(terrain: &TerrainArgs, stream: &StreamArgs) -> Option<String> {
+    let dir = terrain.file.as_deref().filter(|f| f.is_dir())?;
+    if let Some(flag) = stream.flag_given() {
+        return Some(format!("{flag} is given"));
+    }
+    let header = TiledTerrain::read_header(dir).ok()?;
+    let samples = u64::from(header.width) * u64::from(header.height);
+    (samples > terrain.max_samples).then(|| {
+        format!(
+            "its finest level has {samples} samples, over --max-samples {}",
+            terrain.max_samples
+        )
+    })
+}
+
+/// Sets `algo` to [`STREAMING_DEFAULT`] where no algorithm is named and
+/// [`streaming_reason`] says the directory streams, and says so on stderr.
+pub fn default_to_streaming(algo: &mut Option<String>, terrain: &TerrainArgs, stream: &StreamArgs) {
+    if algo.is_some() {
+        return;
+    }
+    if let Some(reason) = streaming_reason(terrain, stream) {
+        let dir = terrain.file.as_deref().unwrap_or(Path::new(""));
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: {}: {reason}: streaming it with --algo {STREAMING_DEFAULT}",
+            dir.display()
+        );
+        *algo = Some(STREAMING_DEFAULT.to_owned());
     }
 }
 

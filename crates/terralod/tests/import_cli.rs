@@ -144,6 +144,26 @@ fn import_generates_tiles_reports_json_and_refuses_to_overwrite() {
     forced.push("--force");
     ok(&forced);
 
+    // An output that is the source, or holds it, is refused before `--force` clears it,
+    // and the source is left as it was.
+    let header = std::fs::read(out.join("terrain.tlod")).expect("written");
+    let inner = out.join("inner.f32");
+    std::fs::write(&inner, vec![0u8; 16 * 4]).expect("writable");
+    let inner_arg = inner.to_str().expect("UTF-8");
+    for source in [
+        &["import", out_arg][..],
+        &["import", inner_arg, "--raw-size", "4x4"],
+    ] {
+        let mut command = source.to_vec();
+        command.extend(["--out", out_arg, "--force"]);
+        fails_naming(&command, "which this import reads");
+    }
+    assert_eq!(
+        std::fs::read(out.join("terrain.tlod")).expect("kept"),
+        header
+    );
+    std::fs::remove_file(&inner).expect("removable");
+
     // A directory without its header is an unfinished import.
     std::fs::remove_file(out.join("terrain.tlod")).expect("removable");
     fails_naming(&["info", out_arg], "import that did not finish");

@@ -421,6 +421,66 @@ fn a_build_tolerance_keeps_the_bound() {
     }
 }
 
+/// `"tolerance_held"` says whether τ bounds the exported mesh: true for the error-driven
+/// algorithms, false for chunked and patches by distance and for adaptive built with a
+/// tolerance that leaves leaves coarser than exact (their measured error may pass τ); a
+/// world error bounds every algorithm.
+#[test]
+fn the_summary_says_whether_tau_bounds_the_mesh() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let obj = dir.path().join("mesh.obj").display().to_string();
+    let held = |extra: &[&str]| {
+        let mut args = vec![
+            file.as_str(),
+            "--raw-size",
+            "49x37",
+            "--cell-size",
+            "10",
+            "--eye",
+            "-50,300,420",
+            "--target",
+            "240,60,180",
+            "--out",
+            &obj,
+        ];
+        args.extend_from_slice(extra);
+        let json = mesh_json(&args);
+        json["tolerance_held"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("{extra:?}: {json}"))
+    };
+    let tau = ["--pixel-error", "1"];
+    for (algo, extra, expected) in [
+        ("quadtree", &[][..], true),
+        ("bintree", &[], true),
+        ("adaptive", &[], true),
+        ("adaptive", &["--build-tolerance", "3"], false),
+        ("chunked", &["--error-aware"], true),
+        ("chunked", &[], false),
+        ("patches", &[], false),
+    ] {
+        let mut args = vec!["--algo", algo];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&tau);
+        assert_eq!(held(&args), expected, "{algo} {extra:?}");
+    }
+    for algo in ["chunked", "patches"] {
+        let json = mesh_json(&[
+            &file,
+            "--raw-size",
+            "49x37",
+            "--algo",
+            algo,
+            "--max-error",
+            "5",
+            "--out",
+            &obj,
+        ]);
+        assert_eq!(json["tolerance_held"], true, "{algo}: {json}");
+    }
+}
+
 /// `--algo chunked` exports exactly the selection the library makes (what the GPU draws,
 /// morphed heights included), and its flags refuse bad values.
 #[test]

@@ -614,3 +614,94 @@ fn loading_a_directory_past_the_limit_points_to_the_streaming_algorithms() {
         String::from_utf8_lossy(&streamed.stderr)
     );
 }
+
+/// Given no `--algo`, a directory whose finest level is over `--max-samples`, or a run
+/// with a flag of the tile cache, streams with `streamed-quadtree` and says so, giving
+/// the mesh `--algo streamed-quadtree` gives; a directory that fits, a named algorithm
+/// and a view-independent bound keep their usual algorithm.
+#[test]
+fn a_directory_too_large_to_load_streams_when_no_algorithm_is_named() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let tiles = tiles.to_str().expect("UTF-8");
+    let path = |name: &str| dir.path().join(name).to_str().expect("UTF-8").to_owned();
+    let mesh = |out: &str, extra: &[&str]| {
+        let mut args = vec!["mesh", tiles, "--pixel-error", "1", "--out", out];
+        args.extend_from_slice(&CAMERA);
+        args.extend_from_slice(extra);
+        terralod(&args)
+    };
+    let note = "streaming it with --algo streamed-quadtree";
+
+    let (named, defaulted) = (path("named.obj"), path("defaulted.obj"));
+    let output = mesh(&named, &["--algo", "streamed-quadtree"]);
+    assert!(output.status.success());
+    let output = mesh(&defaulted, &["--max-samples", "1000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "its finest level has {} samples, over --max-samples 1000: {note}",
+            WIDTH * HEIGHT
+        )),
+        "{stderr}"
+    );
+    let stats = last_json(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(stats["algorithm"], "streamed-quadtree", "{stats}");
+    assert_eq!(
+        std::fs::read(&named).expect("written"),
+        std::fs::read(&defaulted).expect("written")
+    );
+
+    let output = mesh(&path("cached.obj"), &["--cache-mb", "16"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--cache-mb is given: {note}")),
+        "{stderr}"
+    );
+
+    // A directory that fits loads whole, with the usual default.
+    let output = mesh(&path("loaded.obj"), &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("note:"), "{stderr}");
+    assert_eq!(
+        last_json(&String::from_utf8_lossy(&output.stdout))["algorithm"],
+        "quadtree"
+    );
+    // A named algorithm is never replaced: refused past the limit, as before.
+    let output = mesh(
+        &path("named.obj"),
+        &["--algo", "quadtree", "--max-samples", "1000"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    // Nor is the view-independent default (no streaming algorithm takes --max-error).
+    let output = terralod(&[
+        "mesh",
+        tiles,
+        "--max-error",
+        "5",
+        "--max-samples",
+        "1000",
+        "--out",
+        &path("independent.obj"),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("over the limit of 1000"), "{stderr}");
+
+    // `bench` flies the same default.
+    let (stdout, stderr) = ok(&[
+        "bench",
+        tiles,
+        "--frames",
+        "3",
+        "--measure-every",
+        "0",
+        "--cache-mb",
+        "16",
+    ]);
+    assert!(stderr.contains(note), "{stderr}");
+    assert_eq!(last_json(&stdout)["algorithm"], "streamed-quadtree");
+}

@@ -792,11 +792,11 @@ pub trait LodAlgorithm: Send {
     /// Bytes of per-node state kept across frames, on top of the heights and pyramid.
     fn state_bytes(&self) -> usize;
 
-    /// Whether selections keep the view's tolerance: projected error within τ pixels for a
-    /// screen view, vertical error within M with full coverage for a world-error view.
+    /// Whether selections keep a screen view's tolerance: projected error within τ pixels.
     /// Distance-driven algorithms (the articles' C and P, without their error options)
     /// return `false`; the property tests then hold them to crack-freedom, coverage and
-    /// determinism only. Default: `true`.
+    /// determinism only. (A world-error view's M, vertical error within M with full
+    /// coverage, drives every algorithm.) Default: `true`.
     fn error_bounded(&self) -> bool {
         true
     }

@@ -50,11 +50,7 @@ impl TiledTerrain {
     /// Opens the tiled terrain in `dir`, reading and checking its header. A directory
     /// without a header (an unfinished import) is refused with [`TileError::Unfinished`].
     pub fn open(dir: &Path) -> Result<TiledTerrain, TileError> {
-        let path = dir.join(HEADER_FILE);
-        let bytes = read_bounded(&path, TerrainHeader::MAX_ENCODED_LEN, |path| {
-            TileError::Unfinished { path }
-        })?;
-        let header = TerrainHeader::decode(&bytes, &path)?;
+        let header = TiledTerrain::read_header(dir)?;
         let blocks_path = dir.join(BLOCKS_FILE);
         let bytes = read_bounded(&blocks_path, BlockIndex::encoded_len(&header), |path| {
             TileError::Missing { path }
@@ -66,6 +62,16 @@ impl TiledTerrain {
             header,
             blocks,
         })
+    }
+
+    /// Reads and checks the header of the tiled terrain in `dir` alone (not the block
+    /// index, which grows with the terrain): enough to know its size.
+    pub fn read_header(dir: &Path) -> Result<TerrainHeader, TileError> {
+        let path = dir.join(HEADER_FILE);
+        let bytes = read_bounded(&path, TerrainHeader::MAX_ENCODED_LEN, |path| {
+            TileError::Unfinished { path }
+        })?;
+        TerrainHeader::decode(&bytes, &path)
     }
 
     /// The terrain under another world mapping (the `--cell-size`, `--height-scale` and

@@ -68,6 +68,25 @@ struct Summary<'a> {
     samples_per_second: f64,
 }
 
+/// Refuses an output directory that is the source or holds it: `--force` would clear what
+/// the import is still to read (a directory imported into itself, a file inside it).
+fn refuse_source_in_output(args: &ImportArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.terrain.file
+        && let (Ok(source), Ok(out)) = (
+            std::fs::canonicalize(path),
+            std::fs::canonicalize(&args.out),
+        )
+        && source.starts_with(&out)
+    {
+        bail!(
+            "{}: the output holds {}, which this import reads; write elsewhere",
+            args.out.display(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
     // The time covers reading the source too (loading it, or spooling a large PNG).
     let start = Instant::now();
@@ -78,6 +97,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         ..defaults
     };
     // Before the source is read: loading or spooling it may take minutes.
+    refuse_source_in_output(args)?;
     tiles::check_import_target(&args.out, &options)?;
     let (source, name): (Box<dyn ImportSource>, String) = match &args.terrain.file {
         Some(path) => {

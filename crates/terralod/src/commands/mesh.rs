@@ -209,8 +209,15 @@ struct Selected {
     /// More entries of the summary (`detail`, `simplify`, `streamed`).
     extra: Vec<(&'static str, serde_json::Value)>,
     /// Whether the mesh keeps the tolerance everywhere: not where a streamed tile failed
-    /// and its coarser level stands in.
+    /// and its coarser level stands in, and never for a screen view of an algorithm that
+    /// τ does not bound (chunked and patches by distance, adaptive built with a tolerance).
     tolerance_held: bool,
+}
+
+/// Whether `algorithm`'s selections for `view` keep its tolerance wherever their data is
+/// in memory (a world-error view's M drives every algorithm).
+fn keeps_tolerance(algorithm: &dyn LodAlgorithm, view: &View) -> bool {
+    matches!(view.tolerance(), Tolerance::WorldError(_)) || algorithm.error_bounded()
 }
 
 /// A scripted camera walk (`--path`).
@@ -424,7 +431,7 @@ fn select_loaded(
         tolerance: view.tolerance(),
         cull: view.cull(),
         extra,
-        tolerance_held: reads.held_back == 0,
+        tolerance_held: reads.held_back == 0 && keeps_tolerance(&*algorithm, view),
     })
 }
 
@@ -480,8 +487,8 @@ fn select_streamed(
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
     // Blocks drawn coarser than wanted: their tiles failed (now or at an earlier pose of a
     // walk; a failed tile is never asked for again) or were not resident.
-    let tolerance_held = stream.held_back == 0;
-    if !tolerance_held {
+    let tolerance_held = stream.held_back == 0 && keeps_tolerance(&algorithm, view);
+    if stream.held_back > 0 {
         let failed = cache.failures - failed_before;
         eprintln!(
             "{}: {} {} drawn from a coarser level ({failed} tiles failed while this view \

@@ -1070,6 +1070,12 @@ impl LodAlgorithm for AdaptiveLod<'_> {
         self.state.len() * size_of::<u32>() + self.deadline.len() * size_of::<Deadline>()
     }
 
+    /// A tree built with a tolerance keeps a screen view's samples within `τ + B(L)`, not
+    /// `τ`, wherever a leaf has a fan error `L > 0` (module docs).
+    fn error_bounded(&self) -> bool {
+        self.tree.leaf_error() == 0.0
+    }
+
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
         self.render_buffers.drawn_boxes(self.subtree_depth(), out);
     }

@@ -33,7 +33,8 @@ use terralod_testkit::{check_mesh, measure_error, measure_popping};
 pub struct BenchArgs {
     #[command(flatten)]
     pub terrain: TerrainArgs,
-    /// Algorithms to run, by registry name (repeat the flag); default: every one.
+    /// Algorithms to run, by registry name (repeat the flag); default: every one (over an
+    /// imported directory over --max-samples, or with --cache-mb: streamed-quadtree alone).
     #[arg(long = "algo")]
     pub algos: Vec<String>,
     /// Projected error bound in pixels.
@@ -230,6 +231,22 @@ pub struct AlgorithmRun {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scratch: Option<ScratchRun>,
     pub frames: Vec<FrameRecord>,
+}
+
+impl BenchArgs {
+    /// Without `--algo`, over an imported directory too large to load or with a flag of
+    /// the tile cache, the flight streams the directory
+    /// ([`crate::stream_args::default_to_streaming`]); `--scaling` generates its own.
+    pub fn default_to_streaming(&mut self) {
+        if self.scaling {
+            return;
+        }
+        let mut algo = self.algos.first().cloned();
+        crate::stream_args::default_to_streaming(&mut algo, &self.terrain, &self.stream);
+        if self.algos.is_empty() {
+            self.algos.extend(algo);
+        }
+    }
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {

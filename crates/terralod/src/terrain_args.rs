@@ -57,6 +57,9 @@ pub struct Terrain {
     pub source: Option<SourceInfo>,
     /// What the user would call it in a message.
     pub name: String,
+    /// Tiles of an imported directory that could not be read, a coarser level
+    /// interpolated in their place.
+    pub stood_in: usize,
 }
 
 impl TerrainArgs {
@@ -127,14 +130,43 @@ impl TerrainArgs {
     }
 
     /// Loads the file (or generates the built-in terrain) and applies the mapping flags.
+    /// An imported directory's unreadable tiles are stood in for by a coarser level, each
+    /// reported once on stderr ([`TiledTerrain::to_heightfield_standing_in`]).
     pub fn load(&self) -> anyhow::Result<Terrain> {
+        self.load_as(true)
+    }
+
+    /// [`TerrainArgs::load`], failing on an unreadable tile (for `import`, which must not
+    /// write interpolated samples as if they were the terrain's).
+    pub fn load_exact(&self) -> anyhow::Result<Terrain> {
+        self.load_as(false)
+    }
+
+    fn load_as(&self, stand_in: bool) -> anyhow::Result<Terrain> {
+        let mut stood_in = 0;
         let (field, source, name) = match &self.file {
             Some(path) if path.is_dir() => {
                 self.refuse_unused_by(None, path)?;
                 let bar = progress::spinner(format!("assembling {}", path.display()));
-                let field = TiledTerrain::open(path)
-                    .and_then(|tiled| tiled.to_heightfield(0, self.max_samples));
+                let field = TiledTerrain::open(path).and_then(|tiled| {
+                    if stand_in {
+                        tiled.to_heightfield_standing_in(0, self.max_samples)
+                    } else {
+                        Ok((tiled.to_heightfield(0, self.max_samples)?, Vec::new()))
+                    }
+                });
                 bar.finish_and_clear();
+                let field = field.map(|(field, stand_ins)| {
+                    for s in &stand_ins {
+                        eprintln!(
+                            "warning: {}: a coarser level stands in (level {} interpolated \
+                             from level {})",
+                            s.fault, s.level, s.from_level
+                        );
+                    }
+                    stood_in = stand_ins.len();
+                    field
+                });
                 let field = match field {
                     Err(error @ terralod_core::tiles::TileError::TooLargeForMemory { .. }) => {
                         anyhow::bail!(
@@ -175,6 +207,7 @@ impl TerrainArgs {
             heightfield,
             source,
             name,
+            stood_in,
         })
     }
 }

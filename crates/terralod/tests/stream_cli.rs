@@ -293,6 +293,52 @@ fn corrupt_tile_is_reported_once(algo: &str) {
     );
 }
 
+/// Loaded whole (not streamed), a directory with an unreadable tile is drawn with the
+/// coarser level interpolated there: one warning naming the tile, `tolerance_held` false;
+/// `import`, which would write the interpolation as if it were data, refuses it.
+#[test]
+fn a_loaded_directory_draws_a_coarser_level_where_a_tile_is_unreadable() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    let damaged = tiles.join("0/1/1.tile");
+    let mut bytes = std::fs::read(&damaged).expect("the tile exists");
+    let end = bytes.len() - 1;
+    bytes[end - 20] ^= 0x5a;
+    std::fs::write(&damaged, bytes).expect("writable");
+    let tiles = tiles.to_str().expect("UTF-8");
+    let obj = dir.path().join("m.obj");
+    let obj = obj.to_str().expect("UTF-8");
+    for bound in [
+        &["--algo", "quadtree", "--pixel-error", "1"][..],
+        &["--algo", "adaptive", "--pixel-error", "1"],
+        &["--max-error", "5"],
+    ] {
+        let mut args = vec!["mesh", tiles, "--out", obj];
+        args.extend_from_slice(bound);
+        if bound[0] == "--algo" {
+            args.extend_from_slice(&CAMERA);
+        }
+        let (stdout, stderr) = ok(&args);
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{bound:?}: {stderr}");
+        assert!(
+            warnings[0].contains("1/1.tile") && warnings[0].contains("coarser level stands in"),
+            "{stderr}"
+        );
+        let summary = last_json(&stdout);
+        assert_eq!(summary["tolerance_held"], false, "{bound:?}: {summary}");
+        assert!(summary["triangles"].as_u64().expect("a count") > 100);
+    }
+    let again = dir.path().join("again");
+    let refused = terralod(&["import", tiles, "--out", again.to_str().expect("UTF-8")]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1/1.tile"), "{stderr}");
+}
+
 /// Procedural detail below the stored levels (`--detail-levels`): the settled mesh draws
 /// vertices between the stored samples, a flight over it passes the crack checker on every
 /// frame and holds its detail tiles, and more levels than the tiles allow are refused.

@@ -35,7 +35,10 @@
 //! blocks (`error_to_finest = 0`) so always end with same-level seams when their tiles
 //! allow. Culled blocks constrain nothing (they share no drawn edge).
 //! Splits only ever add blocks, so the worklist ends; with every tile resident the result
-//! is the least balanced tree that holds every wanted split, whatever the order.
+//! is the least balanced tree that holds every wanted split, whatever the order. A tile
+//! that failed (never resident) so keeps its parent block drawn, and with it four times
+//! its footprint, the whole terrain when it is a child of the coarsest block (docs/TILES.md,
+//! "The tile cache"): `streamed-quadtree` degrades per node instead.
 //!
 //! # The error bound of a drawn block, seams included
 //!

@@ -53,7 +53,7 @@ pub use import::{
 };
 pub use png_source::PngFileSource;
 pub use raw_source::RawFileSource;
-pub use read::{Tile, TiledTerrain};
+pub use read::{StandIn, Tile, TiledTerrain};
 pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile};
 pub use tiff_source::{MAX_CHUNK_BYTES, TiffFileSource};
 

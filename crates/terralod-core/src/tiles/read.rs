@@ -46,6 +46,17 @@ pub struct Tile {
     pub samples: Samples,
 }
 
+/// A tile [`TiledTerrain::to_heightfield_standing_in`] could not read, and the level that
+/// stood in for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StandIn {
+    /// Why the tile could not be read (the error, naming the file).
+    pub fault: String,
+    /// The tile's level, and the coarser level whose samples were interpolated there.
+    pub level: u32,
+    pub from_level: u32,
+}
+
 impl TiledTerrain {
     /// Opens the tiled terrain in `dir`, reading and checking its header. A directory
     /// without a header (an unfinished import) is refused with [`TileError::Unfinished`].
@@ -257,9 +268,37 @@ impl TiledTerrain {
     pub fn window_heightfield(
         &self,
         level: u32,
-        [col, row, width, height]: [u32; 4],
+        window: [u32; 4],
         max_samples: u64,
     ) -> Result<Heightfield, TileError> {
+        self.assemble(level, window, max_samples, false)
+            .map(|(field, _)| field)
+    }
+
+    /// [`TiledTerrain::to_heightfield`], with the tiles that cannot be read (missing,
+    /// corrupt, unreadable) stood in for by the next coarser level that can be, its samples
+    /// interpolated bilinearly, instead of failing: the samples such a tile shares with a
+    /// readable neighbour are that neighbour's, so the field is whole and exact outside the
+    /// failed tiles' interiors. Returns the field and what stood in where (each failed tile
+    /// once); fails only when a whole chain of tiles up to the coarsest level is unreadable.
+    pub fn to_heightfield_standing_in(
+        &self,
+        level: u32,
+        max_samples: u64,
+    ) -> Result<(Heightfield, Vec<StandIn>), TileError> {
+        let grid = self.level_grid(level)?;
+        self.assemble(level, [0, 0, grid.width, grid.height], max_samples, true)
+    }
+
+    /// The window of `level` as a heightfield; with `stand_in`, unreadable tiles are
+    /// interpolated from the coarser level ([`TiledTerrain::to_heightfield_standing_in`]).
+    fn assemble(
+        &self,
+        level: u32,
+        [col, row, width, height]: [u32; 4],
+        max_samples: u64,
+        stand_in: bool,
+    ) -> Result<(Heightfield, Vec<StandIn>), TileError> {
         let grid = self.level_grid(level)?;
         let inside = |start: u32, len: u32, size: u32| {
             len >= 2 && u64::from(start) + u64::from(len) <= u64::from(size)
@@ -291,9 +330,19 @@ impl TiledTerrain {
         // Tiles share their borders: the last sample of a level lies in the last tile.
         let tile_of = |sample: u32, tiles: u32| (sample / cells).min(tiles - 1);
         let out_width = width as usize;
-        for ty in tile_of(row, grid.tiles_y)..=tile_of(last_row, grid.tiles_y) {
-            for tx in tile_of(col, grid.tiles_x)..=tile_of(last_col, grid.tiles_x) {
-                let tile = self.read_tile(level, tx, ty)?;
+        let tiles_x = tile_of(col, grid.tiles_x)..=tile_of(last_col, grid.tiles_x);
+        let tiles_y = tile_of(row, grid.tiles_y)..=tile_of(last_row, grid.tiles_y);
+        let mut failed = Vec::new();
+        for ty in tiles_y.clone() {
+            for tx in tiles_x.clone() {
+                let tile = match self.read_tile(level, tx, ty) {
+                    Ok(tile) => tile,
+                    Err(fault) if stand_in && !matches!(fault, TileError::Interrupted) => {
+                        failed.push((tx, ty, fault));
+                        continue;
+                    }
+                    Err(fault) => return Err(fault),
+                };
                 let side = tile.side as usize;
                 // The part of the window this tile holds (its samples tx·N ..= tx·N + N).
                 let (tile_col, tile_row) = (tx * cells, ty * cells);
@@ -328,8 +377,83 @@ impl TiledTerrain {
                 }
             }
         }
+        let mut stood_in: Vec<StandIn> = Vec::new();
+        let unreadable: Vec<(u32, u32)> = failed.iter().map(|&(tx, ty, _)| (tx, ty)).collect();
+        for (tx, ty, fault) in failed {
+            // Whether a readable tile of the window holds the sample (tiles share their
+            // borders: a sample on one lies in two tiles, on a corner in four).
+            let holders = |sample: u32, tiles: std::ops::RangeInclusive<u32>| {
+                let t = sample / cells;
+                [Some(t), t.checked_sub(1)]
+                    .into_iter()
+                    .flatten()
+                    .filter(move |&t| {
+                        tiles.contains(&t) && t * cells <= sample && sample <= t * cells + cells
+                    })
+            };
+            let readable = |c: u32, r: u32| {
+                holders(r, tiles_y.clone())
+                    .any(|ty| holders(c, tiles_x.clone()).any(|tx| !unreadable.contains(&(tx, ty))))
+            };
+            let coarser = level + 1;
+            let Some(coarse_grid) = self.header.levels.get(coarser as usize) else {
+                return Err(fault);
+            };
+            // The part of the window the tile holds, and the coarser samples around it.
+            let (tile_col, tile_row) = (tx * cells, ty * cells);
+            let cols = col.max(tile_col)..=last_col.min(tile_col + cells);
+            let rows = row.max(tile_row)..=last_row.min(tile_row + cells);
+            let span = |first: u32, last: u32, size: u32| {
+                let end = last.div_ceil(2).min(size - 1);
+                let start = (first / 2).min(end - 1);
+                (start, end - start + 1)
+            };
+            let (c0, cw) = span(*cols.start(), *cols.end(), coarse_grid.width);
+            let (r0, rh) = span(*rows.start(), *rows.end(), coarse_grid.height);
+            let (coarse, deeper) = self.assemble(coarser, [c0, r0, cw, rh], u64::MAX, true)?;
+            let at = |c: u32, r: u32| {
+                // Level sample `c` is coarser sample `c / 2`; clamped at the level's end.
+                let lerp = |v: u32, start: u32, len: u32| {
+                    let x = (f64::from(v) / 2.0 - f64::from(start)).min(f64::from(len - 1));
+                    let i = (x.floor() as u32).min(len - 2);
+                    (i, x - f64::from(i))
+                };
+                let (i, fx) = lerp(c, c0, cw);
+                let (j, fz) = lerp(r, r0, rh);
+                let h = |i: u32, j: u32| f64::from(coarse.raw(i, j));
+                let north = h(i, j) * (1.0 - fx) + h(i + 1, j) * fx;
+                let south = h(i, j + 1) * (1.0 - fx) + h(i + 1, j + 1) * fx;
+                north * (1.0 - fz) + south * fz
+            };
+            for r in rows.clone() {
+                for c in cols.clone() {
+                    if readable(c, r) {
+                        continue;
+                    }
+                    let k = (r - row) as usize * out_width + (c - col) as usize;
+                    let value = at(c, r);
+                    match &mut assembled {
+                        Samples::U16(out) => out[k] = value.round().clamp(0.0, 65535.0) as u16,
+                        Samples::I16(out) => {
+                            out[k] = value.round().clamp(-32768.0, 32767.0) as i16;
+                        }
+                        Samples::F32(out) => out[k] = value as f32,
+                    }
+                }
+            }
+            // A coarse tile under several failed ones is reported once.
+            for stand_in in deeper.into_iter().chain([StandIn {
+                fault: fault.to_string(),
+                level,
+                from_level: coarser,
+            }]) {
+                if !stood_in.iter().any(|s| s.fault == stand_in.fault) {
+                    stood_in.push(stand_in);
+                }
+            }
+        }
         let field = Heightfield::new(width, height, assembled)?;
-        Ok(field.with_mapping(self.level_mapping(level))?)
+        Ok((field.with_mapping(self.level_mapping(level))?, stood_in))
     }
 
     /// The grid of `level`, or `NoSuchTile` for a level the terrain does not have.

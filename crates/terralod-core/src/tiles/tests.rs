@@ -368,6 +368,91 @@ fn truncated_extended_and_deleted_tiles_are_typed_errors() {
     assert!(terrain.to_heightfield(1, u64::MAX).is_err());
 }
 
+/// `to_heightfield_standing_in`: a tile that cannot be read is interpolated from the next
+/// coarser level that can (bilinearly, by the definition in `coarse_surfaces`), except the
+/// samples it shares with a readable tile, which are exact; each failed tile is reported
+/// once, and a chain unreadable up to the coarsest level is still an error. The exact
+/// readers never stand in.
+#[test]
+fn unreadable_tiles_stand_in_from_the_coarser_level() {
+    for sample_type in sample_types() {
+        let source = field(33, 17, sample_type, 5);
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        import_into(&source, dir.path(), 8);
+        let terrain = TiledTerrain::open(dir.path()).expect("opens");
+        let corrupt = terrain.tile_path(0, 1, 1);
+        rewrite(&corrupt, |bytes| bytes[TILE_HEADER_LEN + 40] ^= 0x10);
+        let missing = terrain.tile_path(0, 3, 0);
+        std::fs::remove_file(&missing).expect("removable");
+        assert!(terrain.to_heightfield(0, u64::MAX).is_err());
+
+        let (assembled, stood_in) = terrain
+            .to_heightfield_standing_in(0, u64::MAX)
+            .expect("level 1 stands in");
+        let named = |path: &Path| {
+            stood_in.iter().any(|s| {
+                s.fault.contains(&path.display().to_string()) && (s.level, s.from_level) == (0, 1)
+            })
+        };
+        assert_eq!(stood_in.len(), 2, "{stood_in:?}");
+        assert!(named(&corrupt) && named(&missing), "{stood_in:?}");
+        let failed = [(1u32, 1u32), (3, 0)];
+        let (tiles_x, tiles_y) = (4, 2);
+        let readable = |c: u32, r: u32| {
+            (0..tiles_y).any(|ty| {
+                (0..tiles_x).any(|tx| {
+                    (tx * 8..=tx * 8 + 8).contains(&c)
+                        && (ty * 8..=ty * 8 + 8).contains(&r)
+                        && !failed.contains(&(tx, ty))
+                })
+            })
+        };
+        let (mut exact, mut interpolated) = (0, 0);
+        for r in 0..17 {
+            for c in 0..33 {
+                let got = f64::from(assembled.raw(c, r));
+                if readable(c, r) {
+                    assert_eq!(got, f64::from(source.raw(c, r)), "({c}, {r})");
+                    exact += 1;
+                } else {
+                    let want = coarse_surfaces(&source, 0, u64::from(c), u64::from(r))[0];
+                    let slack = match sample_type {
+                        SampleType::F32 => 1e-3 * want.abs().max(1.0),
+                        _ => 0.5,
+                    };
+                    assert!(
+                        (got - want).abs() <= slack,
+                        "({c}, {r}): {got} against {want}"
+                    );
+                    interpolated += 1;
+                }
+            }
+        }
+        // What only the failed tiles hold: the corrupt tile's 7 columns by 8 rows (its
+        // south row is the level's last, in no other tile), the missing one's 8 by 8 (the
+        // level's last column and first row).
+        assert_eq!((exact, interpolated), (33 * 17 - 56 - 64, 56 + 64));
+
+        // The level-1 tile over the corrupt one is unreadable too: level 2 stands in.
+        let coarse = terrain.tile_path(1, 0, 0);
+        rewrite(&coarse, |bytes| bytes[TILE_HEADER_LEN + 8] ^= 0x01);
+        let (_, stood_in) = terrain
+            .to_heightfield_standing_in(0, u64::MAX)
+            .expect("level 2 stands in");
+        assert!(
+            stood_in
+                .iter()
+                .any(|s| s.fault.contains(&coarse.display().to_string())
+                    && (s.level, s.from_level) == (1, 2)),
+            "{stood_in:?}"
+        );
+        assert_eq!(stood_in.len(), 3, "each failed tile once: {stood_in:?}");
+        // With the coarsest tile gone as well nothing can stand in.
+        std::fs::remove_file(terrain.tile_path(2, 0, 0)).expect("removable");
+        assert!(terrain.to_heightfield_standing_in(0, u64::MAX).is_err());
+    }
+}
+
 #[test]
 fn a_tile_header_that_lies_is_refused_even_with_a_fixed_checksum() {
     let (_dir, terrain) = damaged_copy();

@@ -119,7 +119,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
                 None => match windowed_source(args, path)? {
                     Some(source) => source,
                     None => {
-                        let terrain = args.terrain.load()?;
+                        let terrain = args.terrain.load_exact()?;
                         (Box::new(terrain.heightfield), terrain.name)
                     }
                 },

@@ -208,8 +208,8 @@ struct Selected {
     cull: bool,
     /// More entries of the summary (`detail`, `simplify`, `streamed`).
     extra: Vec<(&'static str, serde_json::Value)>,
-    /// Whether the mesh keeps the tolerance everywhere: not where a streamed tile failed
-    /// and its coarser level stands in, and never for a screen view of an algorithm that
+    /// Whether the mesh keeps the tolerance everywhere: not where a tile failed and a
+    /// coarser level stands in, and never for a screen view of an algorithm that
     /// τ does not bound (chunked and patches by distance, adaptive built with a tolerance).
     tolerance_held: bool,
 }
@@ -431,7 +431,9 @@ fn select_loaded(
         tolerance: view.tolerance(),
         cull: view.cull(),
         extra,
-        tolerance_held: reads.held_back == 0 && keeps_tolerance(&*algorithm, view),
+        tolerance_held: reads.held_back == 0
+            && terrain.stood_in == 0
+            && keeps_tolerance(&*algorithm, view),
     })
 }
 

@@ -296,6 +296,48 @@ fn commands_take_an_imported_directory_as_they_take_the_file() {
     assert!(String::from_utf8_lossy(&output.stderr).contains(empty_arg));
 }
 
+/// A raw `f32` file with a hole (a NaN sample) that fits in memory is imported through
+/// the whole-file loader, which fills it as `mesh` does: the directory's mesh is the
+/// file's, byte for byte; past `--max-samples` the windowed read refuses the hole.
+#[test]
+fn a_raw_file_with_a_hole_imports_filled_as_the_commands_load_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let raw = dir.path().join("holed.f32");
+    let (width, height) = (33u32, 21u32);
+    let mut values: Vec<f32> = (0..width * height)
+        .map(|i| ((i * 37 % 500) as f32 * 0.7).sin() * 40.0 + (i % width) as f32)
+        .collect();
+    values[(7 * width + 11) as usize] = f32::NAN;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&raw, bytes).expect("writable");
+    let (raw_arg, out) = (raw.to_str().expect("UTF-8"), dir.path().join("tiles"));
+    let out_arg = out.to_str().expect("UTF-8");
+    let import = |extra: &[&str]| {
+        let mut args = vec!["import", raw_arg, "--raw-size", "33x21", "--tile-size", "8"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", out_arg]);
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let refused = import(&["--max-samples", "500"]);
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    fails_naming(&refused, "not a finite number");
+    let args = import(&[]);
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mesh = |terrain: &str, name: &str, raw_size: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["mesh", terrain, "--max-error", "0.5", "--out"];
+        let path_arg = path.to_str().expect("UTF-8").to_owned();
+        args.push(&path_arg);
+        args.extend_from_slice(raw_size);
+        ok(&args);
+        std::fs::read(&path).expect("written")
+    };
+    assert_eq!(
+        mesh(raw_arg, "file.obj", &["--raw-size", "33x21"]),
+        mesh(out_arg, "dir.obj", &[])
+    );
+}
+
 #[test]
 fn a_raw_file_imports_by_windows_with_the_same_samples_as_its_loaded_form() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -534,7 +576,7 @@ fn a_failed_import_leaves_nothing_behind() {
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("writable");
     for (source, needle) in [
-        (&infinite, "not a finite number"),
+        (&infinite, "infinities are errors"),
         (&huge, "cannot be indexed in f32"),
     ] {
         for out in [&made, &empty] {
@@ -588,7 +630,7 @@ fn a_failed_import_leaves_nothing_behind() {
             forced_arg,
             "--force",
         ],
-        "not a finite number",
+        "infinities are errors",
     );
     let left: Vec<String> = std::fs::read_dir(&forced)
         .expect("still there")

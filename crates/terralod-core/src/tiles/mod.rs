@@ -139,6 +139,12 @@ pub enum TileError {
     },
     #[error("import source: {what}")]
     Source { what: String },
+    #[error(
+        "{}: a sample is not a finite number (holes need the whole-file loader, which fills \
+         them)",
+        path.display()
+    )]
+    Hole { path: PathBuf },
     #[error(transparent)]
     Load(#[from] crate::io::LoadError),
     #[error(transparent)]

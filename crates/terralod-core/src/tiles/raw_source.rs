@@ -123,12 +123,8 @@ impl ImportSource for RawFileSource {
                 };
                 // Without an early exit, so the check vectorises.
                 if values.iter().fold(false, |bad, v| bad | !v.is_finite()) {
-                    return Err(TileError::Source {
-                        what: format!(
-                            "{}: a sample is not a finite number (holes need the whole-file \
-                             loader, which fills them)",
-                            self.path.display()
-                        ),
+                    return Err(TileError::Hole {
+                        path: self.path.clone(),
                     });
                 }
                 Samples::F32(values)

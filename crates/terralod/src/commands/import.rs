@@ -136,15 +136,27 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
             (Box::new(field), name)
         }
     };
-    let bar = progress::bar(0, format!("importing into {}", args.out.display()));
-    let summary = tiles::import_source(source.as_ref(), &args.out, &options, &|done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-    });
-    bar.finish_and_clear();
+    let import = |source: &dyn ImportSource| {
+        let bar = progress::bar(0, format!("importing into {}", args.out.display()));
+        let summary = tiles::import_source(source, &args.out, &options, &|done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        });
+        bar.finish_and_clear();
+        summary
+    };
+    let mut summary = import(source.as_ref());
     let samples = u64::from(source.width()) * u64::from(source.height());
     // Done with the source (a PNG's spool is removed, and its interruption guard ends).
     drop(source);
+    // A raw file read by windows refuses holes (non-finite samples); one that fits in
+    // memory is loaded whole instead, which fills them as every other command does (the
+    // failed import took back what it wrote).
+    if matches!(summary, Err(tiles::TileError::Hole { .. })) && samples <= args.terrain.max_samples
+    {
+        let terrain = args.terrain.load_exact()?;
+        summary = import(&terrain.heightfield);
+    }
     let summary = summary.with_context(|| format!("importing {name}"))?;
     let seconds = start.elapsed().as_secs_f64();
     let header = &summary.header;

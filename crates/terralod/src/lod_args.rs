@@ -201,7 +201,7 @@ impl AlgorithmOptionArgs {
 }
 
 /// A power of two from 2 to `max`.
-fn parse_power_of_two(text: &str, max: u32) -> Result<u32, String> {
+pub fn parse_power_of_two(text: &str, max: u32) -> Result<u32, String> {
     let n: u32 = text.parse().map_err(|e| format!("{e}"))?;
     if n.is_power_of_two() && (2..=max).contains(&n) {
         Ok(n)

@@ -174,17 +174,43 @@ fn import_refuses_bad_flags_with_one_line() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let out = dir.path().join("t");
     let out_arg = out.to_str().expect("a UTF-8 path");
+    // A size that is no power of two in range is a bad flag (exit 2, as clap's), a block
+    // larger than the tile a bad combination (exit 1).
+    for (size, flag) in [
+        ("12", "--tile-size"),
+        ("8192", "--tile-size"),
+        ("3", "--block-size"),
+    ] {
+        let output = terralod(&[
+            "import",
+            "--generate-size",
+            "33",
+            flag,
+            size,
+            "--out",
+            out_arg,
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag} {size}: {stderr}");
+        assert!(
+            stderr.contains("not a power of two from 2 to 4096"),
+            "{stderr}"
+        );
+    }
+    assert!(!out.exists());
     fails_naming(
         &[
             "import",
             "--generate-size",
             "33",
             "--tile-size",
-            "12",
+            "16",
+            "--block-size",
+            "32",
             "--out",
             out_arg,
         ],
-        "power of two",
+        "not a power of two in 2 ..= 16 (the tile size)",
     );
     let file = dir.path().join("x.png");
     std::fs::write(&file, b"not a png").expect("writable");

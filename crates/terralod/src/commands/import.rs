@@ -1,6 +1,7 @@
 //! `terralod import`: converts a heightfield (a file, or the built-in generator at a given
 //! size) into the tiled multi-resolution pyramid of `docs/TILES.md`.
 
+use crate::lod_args::parse_power_of_two;
 use crate::progress;
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
@@ -29,11 +30,15 @@ pub struct ImportArgs {
     pub out: PathBuf,
     /// Cells per tile side, a power of two from 2 to 4096 (a tile holds N + 1 samples per
     /// side; neighbouring tiles share their edge samples).
-    #[arg(long, default_value_t = ImportOptions::default().tile_cells)]
+    #[arg(
+        long,
+        default_value_t = ImportOptions::default().tile_cells,
+        value_parser = |t: &str| parse_power_of_two(t, tiles::MAX_TILE_CELLS)
+    )]
     pub tile_size: u32,
     /// Cells per block side of the block index (what a streaming selection draws), a power
     /// of two from 2 to the tile size [default: 64, or the tile size if smaller].
-    #[arg(long)]
+    #[arg(long, value_parser = |t: &str| parse_power_of_two(t, tiles::MAX_TILE_CELLS))]
     pub block_size: Option<u32>,
     /// Import into a non-empty directory (its old header is removed first).
     #[arg(long)]

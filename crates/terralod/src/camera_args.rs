@@ -21,7 +21,7 @@ pub struct CameraArgs {
     #[arg(long, default_value_t = 60.0, allow_negative_numbers = true, value_parser = parse_fov_y)]
     pub fov_y: f32,
     /// Viewport in pixels, as WxH; screen tolerances are pixels of its height.
-    #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
+    #[arg(long, value_name = "WxH", value_parser = parse_viewport, default_value = "1920x1080")]
     pub size: (u32, u32),
     /// Near plane distance.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -206,9 +206,25 @@ pub fn parse_vec3(text: &str) -> Result<Vec3, String> {
     Ok(Vec3::from(values))
 }
 
+/// The widest viewport side taken: over twice a 16K display's width and more than any
+/// GPU's largest render target, so a larger one is a typo, not a screen.
+const MAX_VIEWPORT_SIDE: u32 = 32_768;
+
+/// `WxH` of a viewport: positive, at most [`MAX_VIEWPORT_SIDE`] pixels a side.
+fn parse_viewport(text: &str) -> Result<(u32, u32), String> {
+    let (w, h) = parse_size(text)?;
+    if w.max(h) > MAX_VIEWPORT_SIDE {
+        return Err(format!(
+            "a viewport side of {} pixels: at most {MAX_VIEWPORT_SIDE}",
+            w.max(h)
+        ));
+    }
+    Ok((w, h))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{parse_fov_y, parse_vec3};
+    use super::{parse_fov_y, parse_vec3, parse_viewport};
     use glam::Vec3;
 
     #[test]
@@ -228,6 +244,14 @@ mod tests {
             parse_fov_y("0.0001"),
             Err("0.0001 degrees is outside [0.00573, 180)".into())
         );
+    }
+
+    #[test]
+    fn viewports_past_the_largest_side_are_refused() {
+        assert_eq!(parse_viewport("32768x1"), Ok((32768, 1)));
+        assert!(parse_viewport("100000x100000").is_err());
+        assert!(parse_viewport("4294967295x4294967295").is_err());
+        assert!(parse_viewport("0x10").is_err());
     }
 
     #[test]

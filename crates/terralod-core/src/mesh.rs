@@ -31,6 +31,44 @@ impl GridMesh {
         (self.positions.len() - 1) as u32
     }
 
+    /// The mesh without the triangles that lie wholly in the padding beyond the data,
+    /// whose last column and row are `last` (algorithms that draw a `2^k + 1` square draw
+    /// the repeated border samples beyond): a triangle whose every vertex is at column
+    /// `last.0` or beyond, or at row `last.1` or beyond, touches the data at most along its
+    /// edge. What is left still covers the data and, being part of a conforming mesh, has
+    /// no new T-junction; it reaches past the data only by the triangles across its edge.
+    /// Vertices no kept triangle uses are dropped, the others keep their order.
+    pub fn without_padding(self, last: (u32, u32)) -> GridMesh {
+        let outside = |t: &[u32; 3]| {
+            let p = t.map(|i| self.positions[i as usize]);
+            p.iter().all(|p| p.col >= last.0) || p.iter().all(|p| p.row >= last.1)
+        };
+        if !self.triangles.iter().any(outside) {
+            return self;
+        }
+        let triangles: Vec<[u32; 3]> = self
+            .triangles
+            .iter()
+            .filter(|t| !outside(t))
+            .copied()
+            .collect();
+        let mut index = vec![u32::MAX; self.positions.len()];
+        for &i in triangles.iter().flatten() {
+            index[i as usize] = 0;
+        }
+        let mut mesh = GridMesh::default();
+        for (i, slot) in index.iter_mut().enumerate() {
+            if *slot == 0 {
+                *slot = mesh.push_vertex(self.positions[i], self.heights[i]);
+            }
+        }
+        mesh.triangles = triangles
+            .into_iter()
+            .map(|t| t.map(|i| index[i as usize]))
+            .collect();
+        mesh
+    }
+
     /// World position of vertex `index` under `mapping` (x and z from the grid, y as drawn).
     pub fn world_position(&self, index: u32, mapping: &WorldMapping) -> Vec3 {
         let p = self.positions[index as usize];

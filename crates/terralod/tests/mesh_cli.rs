@@ -158,6 +158,15 @@ fn view_independent_export_covers_everything() {
     assert_eq!(errors.uncovered, 0);
     assert!(errors.world.max <= 3.0 + 1e-4, "{errors}");
     check_mesh(&mesh, None).assert_ok();
+    // The bintree draws the 65 × 65 square over the 49 × 37 samples: the export keeps
+    // only the triangles that reach into the data.
+    for t in &mesh.triangles {
+        let p = t.map(|i| mesh.positions[i as usize]);
+        assert!(
+            p.iter().any(|p| p.col < 48) && p.iter().any(|p| p.row < 36),
+            "{p:?}"
+        );
+    }
     // The PLY holds the same mesh: header counts and exact size of the binary body.
     let bytes = std::fs::read(&ply).expect("the PLY exists");
     let end = b"end_header\n";
@@ -537,9 +546,17 @@ fn chunked_export_is_the_selection() {
         ..LodOptions::default()
     };
     let mut lod = ChunkedLod::new(&field, &pyramid, options);
-    let expected = lod
+    // What the library draws, less the triangles wholly in the padding past the data.
+    let drawn = lod
         .select(&View::screen(camera, 2.0).expect("valid view"))
         .to_mesh(&field);
+    let expected = drawn
+        .clone()
+        .without_padding((field.width() - 1, field.height() - 1));
+    assert!(
+        expected.triangles.len() < drawn.triangles.len(),
+        "the chunked blocks reach past the data: the export leaves that out"
+    );
     let triangles = |mesh: &GridMesh| {
         let mut t: Vec<Vec<(GridPos, u32)>> = mesh
             .triangles

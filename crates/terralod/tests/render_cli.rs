@@ -103,6 +103,60 @@ fn a_colour_texture_colours_the_terrain() {
     );
 }
 
+/// The padding some algorithms draw past the data (bintree's 2^k + 1 square repeats the
+/// border samples) is not shown: looking down on where a 33 × 17 terrain's padding lies,
+/// the centre of the picture is sky, while the data beside it is drawn (red, from a
+/// colour texture).
+#[test]
+fn ground_past_the_data_is_not_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("strip.f32");
+    let bytes: Vec<u8> = (0..33 * 17)
+        .flat_map(|i: u32| (((i % 33) as f32 * 0.4).sin() * 5.0).to_le_bytes())
+        .collect();
+    std::fs::write(&raw, bytes).unwrap();
+    let texture = dir.path().join("red.png");
+    image::RgbImage::from_pixel(8, 8, image::Rgb([220, 30, 30]))
+        .save(&texture)
+        .unwrap();
+    let out = dir.path().join("frame.png");
+    // The data spans z 0 ..= 160; the view is centred on z = 240, in the padding.
+    let Some(_) = render_ok(
+        "padding render",
+        &[
+            raw.to_str().unwrap(),
+            "--raw-size",
+            "33x17",
+            "--cell-size",
+            "10",
+            "--algo",
+            "bintree",
+            "--eye",
+            "160,400,241",
+            "--target",
+            "160,0,240",
+            "--texture",
+            texture.to_str().unwrap(),
+            "--no-fog",
+            "--size",
+            "160x90",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ) else {
+        return;
+    };
+    let image = image::open(&out).unwrap().to_rgb8();
+    let red = |p: &image::Rgb<u8>| p[0] > 150 && p[2] < 100;
+    let centre = image.get_pixel(80, 45);
+    assert!(
+        !red(centre) && centre[2] > centre[0],
+        "padding drawn: {centre:?}"
+    );
+    let drawn = image.pixels().filter(|p| red(p)).count();
+    assert!(drawn > 500, "the data is not drawn: {drawn} red pixels");
+}
+
 #[test]
 fn bad_requests_are_refused_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();

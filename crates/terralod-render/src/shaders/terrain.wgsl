@@ -315,6 +315,12 @@ fn fs_terrain(in: TerrainOut) -> @location(0) vec4<f32> {
     let world = in.local + frame.eye.xyz;
     let grid = world.xz / cell;
     let size = vec2<f32>(f32(frame.grid.z), f32(frame.grid.w));
+    // Ground past the data's last column or row is padding some algorithms draw (their
+    // 2^k + 1 squares repeat the border samples): not the terrain, so not shown, as
+    // `terralod mesh` leaves it out.
+    if any(grid > size - 1.0 + 1e-3) {
+        discard;
+    }
     // Normals per sample at full resolution: shading does not change when the mesh does.
     var normal = normalize(textureSample(normals, linear_clamp, (grid + 0.5) / size).xyz);
     let pool_shading = (frame.mode.x & POOL_SHADING) != 0u;

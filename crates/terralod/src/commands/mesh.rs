@@ -148,7 +148,10 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         cull,
         extra,
         tolerance_held,
+        data_end,
     } = selected;
+    // The export holds the data's ground, not the padding some algorithms draw beyond it.
+    let mesh = mesh.without_padding(data_end);
     match (&args.out, format) {
         // Written frame by frame.
         _ if frames.is_some() => {}
@@ -208,6 +211,9 @@ struct Selected {
     cull: bool,
     /// More entries of the summary (`detail`, `simplify`, `streamed`).
     extra: Vec<(&'static str, serde_json::Value)>,
+    /// The data's last column and row on the mesh's grid: what lies wholly beyond is
+    /// padding, left out of the export ([`GridMesh::without_padding`]).
+    data_end: (u32, u32),
     /// Whether the mesh keeps the tolerance everywhere: not where a tile failed and a
     /// coarser level stands in, and never for a screen view of an algorithm that
     /// τ does not bound (chunked and patches by distance, adaptive built with a tolerance).
@@ -262,6 +268,7 @@ impl Walk<'_> {
         frame: usize,
         mesh: &GridMesh,
         mapping: &WorldMapping,
+        data_end: (u32, u32),
     ) -> anyhow::Result<()> {
         let Some(files) = self.frames else {
             return Ok(());
@@ -275,8 +282,13 @@ impl Walk<'_> {
         }
         let path = files.path(frame);
         // The path last, so the writer's own "path: reason" is not read twice.
-        write_mesh(&path, files.format, mesh, mapping)
-            .with_context(|| format!("frame {frame}: writing {}", path.display()))?;
+        write_mesh(
+            &path,
+            files.format,
+            &mesh.clone().without_padding(data_end),
+            mapping,
+        )
+        .with_context(|| format!("frame {frame}: writing {}", path.display()))?;
         files.written.borrow_mut().push(path);
         Ok(())
     }
@@ -347,6 +359,8 @@ fn select_loaded(
         cell_size: detail.map_or(field.mapping().cell_size, |d| d.cell_size()),
         ..field.mapping()
     };
+    let shift = detail.as_ref().map_or(0, |d| d.shift());
+    let data_end = ((field.width() - 1) << shift, (field.height() - 1) << shift);
     if walk.is_none() {
         // The first frame grows the buffers (and waits for the pages the view asks for);
         // the next is the steady-state cost we report.
@@ -377,7 +391,7 @@ fn select_loaded(
         }
         if let Some(drawn) = drawn {
             if let Some(walk) = walk {
-                walk.frame_done(frame, &drawn, &mapping)?;
+                walk.frame_done(frame, &drawn, &mapping, data_end)?;
             }
             mesh = drawn;
         }
@@ -424,6 +438,7 @@ fn select_loaded(
         ));
     }
     Ok(Selected {
+        data_end,
         mesh,
         stats,
         state_bytes: algorithm.state_bytes(),
@@ -461,7 +476,8 @@ fn select_streamed(
     };
     let mut algorithm = terrain.algorithm(entry_name, &args.stream, args.lod.options())?;
     // The drawn grid's: finer than the stored one with detail levels.
-    let mapping = algorithm.0.source().header().mapping;
+    let header = algorithm.0.source().header();
+    let (mapping, data_end) = (header.mapping, (header.width - 1, header.height - 1));
     let (last, before) = views.split_last().expect("at least one view");
     // A walk's frames draw what is resident when they come (tiles load meanwhile); the
     // last one waits until its tiles are in, as a single view does.
@@ -471,7 +487,7 @@ fn select_streamed(
             let drawn = selection
                 .to_mesh_from_pool()
                 .context("the streamed selection draws from its pool")?;
-            walk.frame_done(frame, &drawn, &mapping)?;
+            walk.frame_done(frame, &drawn, &mapping, data_end)?;
         }
     }
     let view = last;
@@ -482,7 +498,7 @@ fn select_streamed(
         .to_mesh_from_pool()
         .context("the streamed selection draws from its pool")?;
     if let Some(walk) = walk {
-        walk.frame_done(before.len(), &mesh, &mapping)?;
+        walk.frame_done(before.len(), &mesh, &mapping, data_end)?;
     }
     let stream = algorithm.0.stream_counts();
     let tiles = algorithm.0.source();
@@ -503,6 +519,7 @@ fn select_streamed(
         );
     }
     Ok(Selected {
+        data_end,
         tolerance_held,
         mesh,
         stats: *algorithm.stats(),

@@ -211,7 +211,7 @@ pub fn parse_vec3(text: &str) -> Result<Vec3, String> {
 const MAX_VIEWPORT_SIDE: u32 = 32_768;
 
 /// `WxH` of a viewport: positive, at most [`MAX_VIEWPORT_SIDE`] pixels a side.
-fn parse_viewport(text: &str) -> Result<(u32, u32), String> {
+pub fn parse_viewport(text: &str) -> Result<(u32, u32), String> {
     let (w, h) = parse_size(text)?;
     if w.max(h) > MAX_VIEWPORT_SIDE {
         return Err(format!(

@@ -20,7 +20,7 @@ pub struct LodArgs {
     /// quadtree for a view (streamed-quadtree over an imported directory over
     /// --max-samples, or with --cache-mb), bintree for --max-error (the fewest vertices
     /// for a max error, found without a table).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_algorithm)]
     pub algo: Option<String>,
     /// View-dependent: projected error at most this many pixels.
     #[arg(
@@ -197,6 +197,17 @@ impl AlgorithmOptionArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// A registered algorithm's name (an unknown one is a bad flag, exit 2, listing them).
+pub fn parse_algorithm(text: &str) -> Result<String, String> {
+    match lod::find(text) {
+        Some(entry) => Ok(entry.name.to_owned()),
+        None => Err(format!(
+            "unknown algorithm '{text}' (available: {})",
+            lod::names()
+        )),
     }
 }
 

@@ -123,11 +123,15 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
     std::fs::write(&bad, r#"[{"eye": [1, 2, 3], "target": [1, 2, 3]}]"#).unwrap();
     let garbage = dir.path().join("garbage.json");
     std::fs::write(&garbage, "{not json").unwrap();
+    // An unknown algorithm is a bad flag value (exit 2), naming the registered ones.
+    let output = terralod(&["bench", &terrain, "--algo", "nope"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown algorithm 'nope' (available: quadtree,"),
+        "{stderr}"
+    );
     for (args, message) in [
-        (
-            vec!["bench", &terrain, "--algo", "nope"],
-            "unknown algorithm",
-        ),
         (
             vec!["bench", &terrain, "--path", bad.to_str().unwrap()],
             "not usable",
@@ -161,7 +165,7 @@ fn a_path_file_is_flown_and_bad_requests_are_refused() {
         ),
         (
             vec!["bench", "--scaling", "--scaling-sizes", "65,2"],
-            1,
+            2,
             "2 is too small",
         ),
         (

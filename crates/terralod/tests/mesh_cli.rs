@@ -243,7 +243,7 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let (file, _) = terrain(dir.path());
     let out = dir.path().join("never.obj").display().to_string();
     let base = ["mesh", &file, "--raw-size", "49x37"];
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--max-error", "1", "--cache-mb", "8"],
             "--cache-mb applies to a streaming algorithm (streamed, streamed-quadtree)",
@@ -284,10 +284,6 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
         ),
         (&[], "--pixel-error PX"),
         (
-            &["--max-error", "1", "--algo", "nope"],
-            "unknown algorithm 'nope'",
-        ),
-        (
             &["--pixel-error", "1", "--eye", "1,2,3", "--target", "1,2,3"],
             "no view direction",
         ),
@@ -313,10 +309,14 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     }
     // Bounds no view can use are usage errors, as every other bad flag value (they exited
     // with 1, after the terrain was loaded).
-    let usage: [(&[&str], &str); 4] = [
+    let usage: [(&[&str], &str); 5] = [
         (
             &["--max-error", "1", "--pixel-error", "1"],
             "cannot be used with",
+        ),
+        (
+            &["--max-error", "1", "--algo", "nope"],
+            "unknown algorithm 'nope' (available: quadtree,",
         ),
         (&["--max-error", "-1"], "not greater than 0"),
         (&["--pixel-error", "0"], "not greater than 0"),
@@ -875,6 +875,9 @@ fn a_camera_walk_exports_every_frame_within_the_bound() {
     let summary = mesh_json(&args);
     assert_eq!(summary["path"]["frames"], 8);
     assert_eq!(summary["path"]["files_written"], 8);
+    // Everything is in memory: no frame waits for data, so every frame holds the bound.
+    assert_eq!(summary["path"]["frames_held_back"], 0, "{summary}");
+    assert_eq!(summary["tolerance_held"], true, "{summary}");
     let mut triangle_counts = std::collections::BTreeSet::new();
     for (frame, (eye, target)) in poses.iter().enumerate() {
         let mesh = read_obj(&dir.path().join(format!("frame-{frame}.obj")));

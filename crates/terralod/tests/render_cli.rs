@@ -169,7 +169,7 @@ fn bad_requests_are_refused_and_write_nothing() {
         (vec!["--out", "frame.jpg"], 1, "must be a .png"),
         (
             vec!["--algo", "nope", "--out", out_text],
-            1,
+            2,
             "unknown algorithm",
         ),
         (

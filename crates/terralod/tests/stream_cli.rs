@@ -484,8 +484,22 @@ fn a_streamed_walk_writes_every_frame_and_settles_on_the_last() {
         "1",
     ];
     let args = [&streamed[..], &["--path", walk, "--out", pattern]].concat();
-    let summary = last_json(&ok(&args).0);
+    let (stdout, stderr) = ok(&args);
+    let summary = last_json(&stdout);
     assert_eq!(summary["path"]["files_written"], 5, "{summary}");
+    // The first frame comes before any tile below the coarsest is read: it draws coarser
+    // than τ asks, and the summary says so.
+    let held_back = summary["path"]["frames_held_back"]
+        .as_u64()
+        .expect("a count");
+    assert!((1..=4).contains(&held_back), "{summary}");
+    assert_eq!(summary["tolerance_held"], false, "{summary}");
+    assert!(
+        stderr.contains(&format!(
+            "{held_back} frames of the walk drew ground coarser"
+        )),
+        "{stderr}"
+    );
     for frame in 0..5 {
         let text = std::fs::read_to_string(dir.path().join(format!("f{frame}.obj")))
             .expect("every frame written");

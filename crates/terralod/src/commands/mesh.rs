@@ -118,6 +118,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         path,
         poses,
         frames: frames.as_ref(),
+        held_back: std::cell::Cell::new(0),
     });
     let streamed = streams(args.terrain.file.as_deref(), entry.name);
     args.stream.refuse_unless_streamed(streamed.is_some())?;
@@ -188,11 +189,23 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         summary[key] = value;
     }
     if let Some(walk) = &walk {
+        let held_back = walk.held_back.get();
         summary["path"] = serde_json::json!({
             "file": walk.path.display().to_string(),
             "frames": walk.poses.len(),
             "files_written": walk.frames.map_or(0, |f| f.frames),
+            "frames_held_back": held_back,
         });
+        if held_back > 0 {
+            // Each frame draws what is in memory when it comes, as a viewer would.
+            summary["tolerance_held"] = false.into();
+            eprintln!(
+                "{held_back} frames of the walk drew ground coarser than the tolerance asks \
+                 for while their {} were read (the last frame waited for them); \
+                 \"tolerance_held\": false",
+                if streamed.is_some() { "tiles" } else { "pages" }
+            );
+        }
     }
     // `writeln!`, not `println!`, which panics when stdout is a closed pipe or full.
     let mut out = std::io::stdout().lock();
@@ -232,6 +245,9 @@ struct Walk<'a> {
     poses: &'a [Pose],
     /// Where every frame's mesh goes, if `--out` asks for each.
     frames: Option<&'a FrameFiles<'a>>,
+    /// Frames written before the last that drew ground coarser than the tolerance asks
+    /// for, their pages or tiles still being read (the last frame waits for them).
+    held_back: std::cell::Cell<usize>,
 }
 
 impl Walk<'_> {
@@ -392,6 +408,9 @@ fn select_loaded(
         if let Some(drawn) = drawn {
             if let Some(walk) = walk {
                 walk.frame_done(frame, &drawn, &mapping, data_end)?;
+                if frame < last && walk.writes_frames() && algorithm.reads().held_back > 0 {
+                    walk.held_back.set(walk.held_back.get() + 1);
+                }
             }
             mesh = drawn;
         }
@@ -488,6 +507,9 @@ fn select_streamed(
                 .to_mesh_from_pool()
                 .context("the streamed selection draws from its pool")?;
             walk.frame_done(frame, &drawn, &mapping, data_end)?;
+            if algorithm.0.stream_counts().held_back > 0 {
+                walk.held_back.set(walk.held_back.get() + 1);
+            }
         }
     }
     let view = last;

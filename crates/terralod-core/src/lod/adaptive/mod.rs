@@ -1070,10 +1070,10 @@ impl LodAlgorithm for AdaptiveLod<'_> {
         self.state.len() * size_of::<u32>() + self.deadline.len() * size_of::<Deadline>()
     }
 
-    /// A tree built with a tolerance keeps a screen view's samples within `τ + B(L)`, not
-    /// `τ`, wherever a leaf has a fan error `L > 0` (module docs).
+    /// A tree built with a tolerance `T > 0` keeps a screen view's samples within
+    /// `τ + B(L)`, `L ≤ T` a leaf's fan error, not within `τ` (module docs).
     fn error_bounded(&self) -> bool {
-        self.tree.leaf_error() == 0.0
+        self.adaptive.build_tolerance == 0.0
     }
 
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {

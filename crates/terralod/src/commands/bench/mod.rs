@@ -15,7 +15,7 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
 use crate::stream_args::is_streaming;
-use crate::terrain_args::{TerrainArgs, parse_positive, parse_size};
+use crate::terrain_args::{TerrainArgs, parse_positive};
 use anyhow::{Context, bail};
 use clap::Args;
 use glam::Vec3;
@@ -35,7 +35,7 @@ pub struct BenchArgs {
     pub terrain: TerrainArgs,
     /// Algorithms to run, by registry name (repeat the flag); default: every one (over an
     /// imported directory over --max-samples, or with --cache-mb: streamed-quadtree alone).
-    #[arg(long = "algo")]
+    #[arg(long = "algo", value_parser = crate::lod_args::parse_algorithm)]
     pub algos: Vec<String>,
     /// Projected error bound in pixels.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_positive)]
@@ -58,10 +58,20 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 60.0, requires = "speed", value_parser = parse_fps)]
     pub fps: f32,
     /// Viewport in pixels, as WxH.
-    #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1920x1080")]
+    #[arg(
+        long,
+        value_name = "WxH",
+        value_parser = crate::camera_args::parse_viewport,
+        default_value = "1920x1080"
+    )]
     pub size: (u32, u32),
     /// Vertical field of view in degrees.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(
+        long,
+        default_value_t = 60.0,
+        allow_negative_numbers = true,
+        value_parser = crate::camera_args::parse_fov_y
+    )]
     pub fov_y: f32,
     /// Near plane distance.
     #[arg(long, default_value_t = 1.0)]
@@ -88,7 +98,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub scaling: bool,
     /// Sizes for --scaling (samples a side).
-    #[arg(long, value_delimiter = ',', default_value = "1025,4097,16385")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1025,4097,16385",
+        value_parser = parse_scaling_size
+    )]
     pub scaling_sizes: Vec<u32>,
     /// With --scaling: every size shows the first size's surface (resampled, piecewise
     /// linear on the 2 x 2-cell fans the quadtrees draw) instead of the generator's finer
@@ -914,18 +929,25 @@ fn check_scaling_sizes(sizes: &[u32], same_surface: bool) -> anyhow::Result<()> 
         bail!("--scaling-sizes: no size given");
     };
     for &size in sizes {
-        if size < 3 {
-            bail!("--scaling-sizes: {size} is too small (3 samples a side at least)");
-        }
-        GenerateOptions::default()
-            .with_size(size)
-            .validate()
-            .with_context(|| format!("--scaling-sizes: {size}"))?;
         if same_surface {
             check_refines(first, size)?;
         }
     }
     Ok(())
+}
+
+/// One `--scaling-sizes` size: one the generator can make, 3 samples a side at least (a
+/// bad value is a bad flag, exit 2).
+fn parse_scaling_size(text: &str) -> Result<u32, String> {
+    let size: u32 = text.trim().parse().map_err(|e| format!("'{text}': {e}"))?;
+    if size < 3 {
+        return Err(format!("{size} is too small (3 samples a side at least)"));
+    }
+    GenerateOptions::default()
+        .with_size(size)
+        .validate()
+        .map_err(|e| format!("{size}: {e}"))?;
+    Ok(size)
 }
 
 /// `--same-surface` resamples the first size onto `size`: its cells must split the first

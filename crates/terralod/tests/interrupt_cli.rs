@@ -147,7 +147,7 @@ fn an_interrupted_png_import_removes_its_spool() {
 }
 
 /// A camera walk writing one mesh per frame, interrupted after its first frame: every
-/// frame written is taken back.
+/// frame written is taken back (staged frames removed, nothing moved into place).
 #[test]
 fn an_interrupted_walk_takes_back_its_frames() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -174,8 +174,11 @@ fn an_interrupted_walk_takes_back_its_frames() {
         "--out",
         pattern.to_str().expect("UTF-8"),
     ]);
+    // Frames wait, staged beside their files, until the walk is complete.
     let output = signal_when(child, "-TERM", "a frame", || {
-        names_in(&frames).iter().any(|name| name.ends_with(".obj"))
+        names_in(&frames)
+            .iter()
+            .any(|name| name.ends_with(".obj.walk"))
     });
     assert_taken_back(&output, "interrupted", &frames);
 }

@@ -1192,6 +1192,67 @@ fn paged_exports_wait_for_their_pages() {
     assert!(left.is_empty(), "left in $TMPDIR: {left:?}");
 }
 
+/// A walk's frames are moved into place only once the walk is complete: one that fails at
+/// its last frame (too few page frames for that view) leaves the files that were there as
+/// they were, and no staged frame behind; a complete walk replaces them.
+#[test]
+fn a_failed_walk_leaves_the_files_that_were_there() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, _) = terrain(dir.path());
+    let walk = dir.path().join("walk.json");
+    let poses: Vec<_> = (0..3)
+        .map(|i| {
+            let s = 20.0 * i as f32;
+            serde_json::json!({"eye": [20.0 + s, 160.0, 20.0 + s], "target": [300.0, 0.0, 200.0]})
+        })
+        .collect();
+    std::fs::write(&walk, serde_json::to_string(&poses).unwrap()).unwrap();
+    let frames = dir.path().join("frames");
+    std::fs::create_dir(&frames).unwrap();
+    for frame in 0..3 {
+        std::fs::write(frames.join(format!("f{frame}.obj")), format!("old {frame}")).unwrap();
+    }
+    let pattern = frames.join("f{frame}.obj").display().to_string();
+    let walk = walk.display().to_string();
+    let run = |page_frames: &str| {
+        let mut args = vec!["mesh", &file];
+        // The walk's cameras replace the view's eye and target.
+        args.extend_from_slice(&ADAPTIVE_VIEW[..8]);
+        args.extend_from_slice(&ADAPTIVE_VIEW[12..]);
+        args.extend_from_slice(&["--page-cells", "8", "--page-frames", page_frames]);
+        args.extend_from_slice(&["--path", &walk, "--out", &pattern]);
+        terralod(&args)
+    };
+    let names = || {
+        let mut names: Vec<String> = std::fs::read_dir(&frames)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let refused = run("10");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--page-frames is too small"), "{stderr}");
+    assert_eq!(names(), ["f0.obj", "f1.obj", "f2.obj"]);
+    for frame in 0..3 {
+        let text = std::fs::read_to_string(frames.join(format!("f{frame}.obj"))).unwrap();
+        assert_eq!(text, format!("old {frame}"));
+    }
+    let done = run("40");
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(names(), ["f0.obj", "f1.obj", "f2.obj"]);
+    for frame in 0..3 {
+        let mesh = read_obj(&frames.join(format!("f{frame}.obj")));
+        assert!(!mesh.triangles.is_empty(), "frame {frame}");
+    }
+}
+
 /// An algorithm's own flags given to a command that runs another algorithm are refused
 /// (one line, exit 1, nothing written) rather than ignored without a word, in `mesh`,
 /// `render` and `bench`; with an algorithm that reads them they are taken.

@@ -131,9 +131,17 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         Some(dir) => select_streamed(args, entry.name, dir, walk.as_ref()),
         None => select_loaded(args, entry, detail.as_ref(), walk.as_ref()),
     };
+    // A complete walk moves its frames into place; one that fails part-way (or is
+    // interrupted) takes back what it wrote, leaving the files that were there.
     let selected = match (selected, &frames) {
-        (Ok(selected), _) => selected,
-        // A walk that fails part-way takes back the frames it wrote.
+        (Ok(selected), Some(files)) => match files.commit() {
+            Ok(()) => selected,
+            Err(error) => {
+                files.remove_written();
+                return Err(error);
+            }
+        },
+        (Ok(selected), None) => selected,
         (Err(error), Some(files)) => {
             files.remove_written();
             return Err(error);
@@ -297,15 +305,22 @@ impl Walk<'_> {
             }
         }
         let path = files.path(frame);
+        // A device or pipe is written in place, as every output is (never replaced).
+        let regular = std::fs::metadata(&path).map_or(true, |m| m.is_file());
+        let staged = if regular {
+            staged_path(&path)
+        } else {
+            path.clone()
+        };
         // The path last, so the writer's own "path: reason" is not read twice.
         write_mesh(
-            &path,
+            &staged,
             files.format,
             &mesh.clone().without_padding(data_end),
             mapping,
         )
         .with_context(|| format!("frame {frame}: writing {}", path.display()))?;
-        files.written.borrow_mut().push(path);
+        files.written.borrow_mut().push((staged, path));
         Ok(())
     }
 }
@@ -315,8 +330,10 @@ struct FrameFiles<'a> {
     pattern: &'a Path,
     format: MeshFormat,
     frames: usize,
-    /// The files written so far, removed if the walk fails.
-    written: std::cell::RefCell<Vec<PathBuf>>,
+    /// The frames written so far, each staged beside its file (and the file): moved into
+    /// place once the whole walk is written, removed if it fails, so a failed or
+    /// interrupted walk leaves files that were there before as they were.
+    written: std::cell::RefCell<Vec<(PathBuf, PathBuf)>>,
     /// Held from the first frame written (see `terralod_core::io::interrupt`).
     output: std::cell::OnceCell<Output>,
 }
@@ -324,9 +341,33 @@ struct FrameFiles<'a> {
 impl FrameFiles<'_> {
     /// Removes the frames written (best effort: the walk's own error is reported).
     fn remove_written(&self) {
-        for path in self.written.borrow().iter() {
-            let _ = std::fs::remove_file(path);
+        for (staged, path) in self.written.borrow().iter() {
+            if staged != path {
+                let _ = std::fs::remove_file(staged);
+            }
         }
+    }
+
+    /// Moves every staged frame onto its file, once the walk is complete.
+    fn commit(&self) -> anyhow::Result<()> {
+        if let Some(output) = self.output.get() {
+            output.check()?;
+        }
+        let written = std::mem::take(&mut *self.written.borrow_mut());
+        for (k, (staged, path)) in written.iter().enumerate() {
+            if staged == path {
+                continue;
+            }
+            if let Err(error) = std::fs::rename(staged, path) {
+                for (staged, path) in &written[k..] {
+                    if staged != path {
+                        let _ = std::fs::remove_file(staged);
+                    }
+                }
+                return Err(error).with_context(|| format!("writing {}", path.display()));
+            }
+        }
+        Ok(())
     }
 
     fn path(&self, frame: usize) -> PathBuf {
@@ -334,6 +375,14 @@ impl FrameFiles<'_> {
         let name = self.pattern.to_string_lossy();
         PathBuf::from(name.replace("{frame}", &format!("{frame:0width$}")))
     }
+}
+
+/// Where a walk's frame waits until the walk is complete: a hidden file beside it.
+fn staged_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    path.with_file_name(format!(".{name}.walk"))
 }
 
 /// Whether an output path asks for one file per frame.

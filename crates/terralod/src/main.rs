@@ -8,6 +8,7 @@ mod detail_args;
 mod lod_args;
 mod look_args;
 mod progress;
+mod staged;
 mod stream_args;
 mod terrain_args;
 mod viewer;

@@ -406,3 +406,53 @@ fn a_paged_flight_reports_how_near_ground_was_held_back() {
         median
     );
 }
+
+/// The plots and the JSON of a run appear together or not at all: when the JSON cannot be
+/// written (a full device), the plots already drawn are not moved into place, and the
+/// plots of an earlier run are left as they were, with nothing staged left behind.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_run_whose_json_fails_leaves_the_earlier_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let terrain = small_terrain(dir.path());
+    let plots = dir.path().join("plots");
+    std::fs::create_dir(&plots).unwrap();
+    for name in ["triangles.svg", "select-time.svg"] {
+        std::fs::write(plots.join(name), "earlier").unwrap();
+    }
+    let json = dir.path().join("bench.json");
+    std::os::unix::fs::symlink("/dev/full", &json).unwrap();
+    let output = terralod(&[
+        "bench",
+        &terrain,
+        "--algo",
+        "quadtree",
+        "--frames",
+        "3",
+        "--measure-every",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // Refused at the write, after the flight and the plots.
+    assert!(
+        stderr.contains("bench.json: cannot write: No space left"),
+        "{stderr}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&plots)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["select-time.svg", "triangles.svg"]);
+    for name in names {
+        assert_eq!(
+            std::fs::read_to_string(plots.join(&name)).unwrap(),
+            "earlier"
+        );
+    }
+}

@@ -178,7 +178,7 @@ fn an_interrupted_walk_takes_back_its_frames() {
     let output = signal_when(child, "-TERM", "a frame", || {
         names_in(&frames)
             .iter()
-            .any(|name| name.ends_with(".obj.walk"))
+            .any(|name| name.ends_with(".obj.staged"))
     });
     assert_taken_back(&output, "interrupted", &frames);
 }

@@ -6,6 +6,7 @@ use crate::camera_path::{Pose, read_path};
 use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::lod_args::settle_reads;
+use crate::staged::StagedFiles;
 use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
@@ -104,7 +105,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
                 pattern: out,
                 format,
                 frames: poses.len(),
-                written: std::cell::RefCell::new(Vec::new()),
+                staged: StagedFiles::default(),
                 output: std::cell::OnceCell::new(),
             };
             for frame in 0..poses.len() {
@@ -133,21 +134,13 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     };
     // A complete walk moves its frames into place; one that fails part-way (or is
     // interrupted) takes back what it wrote, leaving the files that were there.
-    let selected = match (selected, &frames) {
-        (Ok(selected), Some(files)) => match files.commit() {
-            Ok(()) => selected,
-            Err(error) => {
-                files.remove_written();
-                return Err(error);
-            }
-        },
-        (Ok(selected), None) => selected,
-        (Err(error), Some(files)) => {
-            files.remove_written();
-            return Err(error);
+    let selected = selected?;
+    if let Some(files) = &frames {
+        if let Some(output) = files.output.get() {
+            output.check()?;
         }
-        (Err(error), None) => return Err(error),
-    };
+        files.staged.commit().context("writing the walk's frames")?;
+    }
     let Selected {
         mesh,
         stats,
@@ -305,22 +298,14 @@ impl Walk<'_> {
             }
         }
         let path = files.path(frame);
-        // A device or pipe is written in place, as every output is (never replaced).
-        let regular = std::fs::metadata(&path).map_or(true, |m| m.is_file());
-        let staged = if regular {
-            staged_path(&path)
-        } else {
-            path.clone()
-        };
+        let trimmed = mesh.clone().without_padding(data_end);
         // The path last, so the writer's own "path: reason" is not read twice.
-        write_mesh(
-            &staged,
-            files.format,
-            &mesh.clone().without_padding(data_end),
-            mapping,
-        )
-        .with_context(|| format!("frame {frame}: writing {}", path.display()))?;
-        files.written.borrow_mut().push((staged, path));
+        files
+            .staged
+            .write(&path, |out| {
+                encode_mesh(out, files.format, &trimmed, mapping)
+            })
+            .with_context(|| format!("frame {frame}: writing {}", path.display()))?;
         Ok(())
     }
 }
@@ -330,59 +315,20 @@ struct FrameFiles<'a> {
     pattern: &'a Path,
     format: MeshFormat,
     frames: usize,
-    /// The frames written so far, each staged beside its file (and the file): moved into
-    /// place once the whole walk is written, removed if it fails, so a failed or
-    /// interrupted walk leaves files that were there before as they were.
-    written: std::cell::RefCell<Vec<(PathBuf, PathBuf)>>,
+    /// The frames written so far, moved into place once the whole walk is written and
+    /// removed if it fails, so a failed or interrupted walk leaves the files that were
+    /// there as they were.
+    staged: StagedFiles,
     /// Held from the first frame written (see `terralod_core::io::interrupt`).
     output: std::cell::OnceCell<Output>,
 }
 
 impl FrameFiles<'_> {
-    /// Removes the frames written (best effort: the walk's own error is reported).
-    fn remove_written(&self) {
-        for (staged, path) in self.written.borrow().iter() {
-            if staged != path {
-                let _ = std::fs::remove_file(staged);
-            }
-        }
-    }
-
-    /// Moves every staged frame onto its file, once the walk is complete.
-    fn commit(&self) -> anyhow::Result<()> {
-        if let Some(output) = self.output.get() {
-            output.check()?;
-        }
-        let written = std::mem::take(&mut *self.written.borrow_mut());
-        for (k, (staged, path)) in written.iter().enumerate() {
-            if staged == path {
-                continue;
-            }
-            if let Err(error) = std::fs::rename(staged, path) {
-                for (staged, path) in &written[k..] {
-                    if staged != path {
-                        let _ = std::fs::remove_file(staged);
-                    }
-                }
-                return Err(error).with_context(|| format!("writing {}", path.display()));
-            }
-        }
-        Ok(())
-    }
-
     fn path(&self, frame: usize) -> PathBuf {
         let width = (self.frames.max(1) - 1).to_string().len();
         let name = self.pattern.to_string_lossy();
         PathBuf::from(name.replace("{frame}", &format!("{frame:0width$}")))
     }
-}
-
-/// Where a walk's frame waits until the walk is complete: a hidden file beside it.
-fn staged_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy());
-    path.with_file_name(format!(".{name}.walk"))
 }
 
 /// Whether an output path asks for one file per frame.
@@ -628,11 +574,21 @@ fn write_mesh(
     mesh: &GridMesh,
     mapping: &WorldMapping,
 ) -> anyhow::Result<()> {
-    io::write_file_atomically(path, |mut out| match format {
+    io::write_file_atomically(path, |out| encode_mesh(out, format, mesh, mapping))?;
+    Ok(())
+}
+
+/// The mesh in `format`, in world coordinates.
+fn encode_mesh(
+    mut out: &mut dyn Write,
+    format: MeshFormat,
+    mesh: &GridMesh,
+    mapping: &WorldMapping,
+) -> std::io::Result<()> {
+    match format {
         MeshFormat::Obj => write_obj(&mut out, mesh, mapping),
         MeshFormat::Ply => write_ply(&mut out, mesh, mapping),
-    })?;
-    Ok(())
+    }
 }
 
 /// Wavefront OBJ: `v x y z` in world units, faces 1-based, counter-clockwise seen from

@@ -14,6 +14,7 @@ mod uploads;
 use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
+use crate::staged::StagedFiles;
 use crate::stream_args::is_streaming;
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use anyhow::{Context, bail};
@@ -363,10 +364,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         pyramid_ms
     )?;
     write_table(&mut out, &runs)?;
+    // The plots and the JSON appear together or not at all.
+    let staged = StagedFiles::default();
     if let Some(dir) = &args.plots {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        plot::along_path(dir, &runs, &poses)?;
-        writeln!(out, "plots written to {}", dir.display())?;
+        plot::along_path(&staged, dir, &runs, &poses)?;
     }
     let report = serde_json::json!({
         "terrain": terrain.name,
@@ -378,7 +380,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         "algorithms": runs,
     });
     if let Some(path) = &args.json {
-        write_json(path, &report)?;
+        write_json(&staged, path, &report)?;
+    }
+    staged.commit().context("writing the outputs")?;
+    if let Some(dir) = &args.plots {
+        writeln!(out, "plots written to {}", dir.display())?;
     }
     writeln!(out, "{}", summary_line(&report, &runs))?;
     Ok(())
@@ -857,12 +863,17 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
     Ok(())
 }
 
-fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Result<()> {
-    terralod_core::io::write_file_atomically(path, |out| {
-        serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::other)?;
-        writeln!(out)
-    })
-    .with_context(|| format!("writing {}", path.display()))?;
+fn write_json(
+    staged: &StagedFiles,
+    path: &std::path::Path,
+    value: &serde_json::Value,
+) -> anyhow::Result<()> {
+    staged
+        .write(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::other)?;
+            writeln!(out)
+        })
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -1048,10 +1059,10 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
             first = Some(field);
         }
     }
+    let staged = StagedFiles::default();
     if let Some(dir) = &args.plots {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        plot::scaling(dir, &rows)?;
-        writeln!(out, "plot written to {}", dir.display())?;
+        plot::scaling(&staged, dir, &rows)?;
     }
     let summary: Vec<_> = rows
         .iter()
@@ -1073,7 +1084,11 @@ fn run_scaling(args: &BenchArgs, entries: &[&'static AlgorithmEntry]) -> anyhow:
         .collect();
     let report = serde_json::json!({ "scaling": summary });
     if let Some(path) = &args.json {
-        write_json(path, &report)?;
+        write_json(&staged, path, &report)?;
+    }
+    staged.commit().context("writing the outputs")?;
+    if let Some(dir) = &args.plots {
+        writeln!(out, "plot written to {}", dir.display())?;
     }
     writeln!(out, "{report}")?;
     Ok(())

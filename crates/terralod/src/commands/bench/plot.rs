@@ -1,6 +1,7 @@
 //! SVG plots of a benchmark run (plotters' SVG backend: no system fonts needed).
 
 use super::{AlgorithmRun, path::Pose};
+use crate::staged::StagedFiles;
 use anyhow::Context;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -10,9 +11,14 @@ use std::path::Path;
 type Draw<'a> =
     dyn FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Box<dyn std::error::Error>> + 'a;
 
-/// Draws an SVG of `size` pixels in memory, then writes it atomically to `path` (a full
-/// disk or a failed plot leaves no partial file).
-fn write_svg(path: &Path, size: (u32, u32), draw: Box<Draw<'_>>) -> anyhow::Result<()> {
+/// Draws an SVG of `size` pixels in memory, then stages it for `path` (a full disk or a
+/// failed plot leaves no partial file; the run's outputs appear together).
+fn write_svg(
+    out: &StagedFiles,
+    path: &Path,
+    size: (u32, u32),
+    draw: Box<Draw<'_>>,
+) -> anyhow::Result<()> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -21,7 +27,7 @@ fn write_svg(path: &Path, size: (u32, u32), draw: Box<Draw<'_>>) -> anyhow::Resu
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("drawing {}", path.display()))?;
     }
-    terralod_core::io::write_file_atomically(path, |out| out.write_all(svg.as_bytes()))
+    out.write(path, |file| file.write_all(svg.as_bytes()))
         .with_context(|| format!("writing {}", path.display()))
 }
 
@@ -33,8 +39,14 @@ const COLOURS: [RGBColor; 4] = [
 ];
 
 /// Triangles and selection time per frame along the path, one line per algorithm.
-pub fn along_path(dir: &Path, runs: &[AlgorithmRun], poses: &[Pose]) -> anyhow::Result<()> {
+pub fn along_path(
+    out: &StagedFiles,
+    dir: &Path,
+    runs: &[AlgorithmRun],
+    poses: &[Pose],
+) -> anyhow::Result<()> {
     line_chart(
+        out,
         &dir.join("triangles.svg"),
         "Triangles per frame along the path",
         "triangles",
@@ -43,6 +55,7 @@ pub fn along_path(dir: &Path, runs: &[AlgorithmRun], poses: &[Pose]) -> anyhow::
         |f| f.triangles as f64,
     )?;
     line_chart(
+        out,
         &dir.join("select-time.svg"),
         "Selection time per frame along the path",
         "ms",
@@ -53,6 +66,7 @@ pub fn along_path(dir: &Path, runs: &[AlgorithmRun], poses: &[Pose]) -> anyhow::
 }
 
 fn line_chart(
+    out: &StagedFiles,
     path: &Path,
     title: &str,
     unit: &str,
@@ -66,6 +80,7 @@ fn line_chart(
         .fold(0.0f64, f64::max)
         .max(1e-9);
     write_svg(
+        out,
         path,
         (960, 480),
         Box::new(|root| {
@@ -101,7 +116,7 @@ fn line_chart(
 }
 
 /// Median selection time against terrain size (log-log), one line per algorithm.
-pub fn scaling(dir: &Path, rows: &[(u32, AlgorithmRun)]) -> anyhow::Result<()> {
+pub fn scaling(out: &StagedFiles, dir: &Path, rows: &[(u32, AlgorithmRun)]) -> anyhow::Result<()> {
     let path = dir.join("scaling.svg");
     let sizes: Vec<f64> = rows.iter().map(|(s, _)| f64::from(*s)).collect();
     let (lo, hi) = sizes
@@ -115,6 +130,7 @@ pub fn scaling(dir: &Path, rows: &[(u32, AlgorithmRun)]) -> anyhow::Result<()> {
     let mut algorithms: Vec<&str> = rows.iter().map(|(_, r)| r.algorithm.as_str()).collect();
     algorithms.dedup();
     write_svg(
+        out,
         &path,
         (720, 480),
         Box::new(|root| {

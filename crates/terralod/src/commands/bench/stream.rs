@@ -309,7 +309,9 @@ fn report(
             .map(|f| f.to_json(unit))
             .collect::<serde_json::Result<Vec<_>>>()?
             .into();
-        write_json(path, &full)?;
+        let staged = crate::staged::StagedFiles::default();
+        write_json(&staged, path, &full)?;
+        staged.commit().context("writing the outputs")?;
     }
     writeln!(out, "{summary}")?;
     Ok(())

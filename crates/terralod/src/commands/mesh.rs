@@ -152,6 +152,10 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         tolerance_held,
         data_end,
     } = selected;
+    // Each frame of a walk draws what is in memory when it comes, as a viewer would: one
+    // drawn while its pages or tiles were read does not hold the tolerance.
+    let walk_held_back = walk.as_ref().map_or(0, |w| w.held_back.get());
+    let tolerance_held = tolerance_held && walk_held_back == 0;
     // The export holds the data's ground, not the padding some algorithms draw beyond it.
     let mesh = mesh.without_padding(data_end);
     match (&args.out, format) {
@@ -190,18 +194,15 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         summary[key] = value;
     }
     if let Some(walk) = &walk {
-        let held_back = walk.held_back.get();
         summary["path"] = serde_json::json!({
             "file": walk.path.display().to_string(),
             "frames": walk.poses.len(),
             "files_written": walk.frames.map_or(0, |f| f.frames),
-            "frames_held_back": held_back,
+            "frames_held_back": walk_held_back,
         });
-        if held_back > 0 {
-            // Each frame draws what is in memory when it comes, as a viewer would.
-            summary["tolerance_held"] = false.into();
+        if walk_held_back > 0 {
             eprintln!(
-                "{held_back} frames of the walk drew ground coarser than the tolerance asks \
+                "{walk_held_back} frames of the walk drew ground coarser than the tolerance asks \
                  for while their {} were read (the last frame waited for them); \
                  \"tolerance_held\": false",
                 if streamed.is_some() { "tiles" } else { "pages" }

@@ -254,14 +254,12 @@ impl BenchArgs {
     /// the tile cache, the flight streams the directory
     /// ([`crate::stream_args::default_to_streaming`]); `--scaling` generates its own.
     pub fn default_to_streaming(&mut self) {
-        if self.scaling {
+        if self.scaling || !self.algos.is_empty() {
             return;
         }
-        let mut algo = self.algos.first().cloned();
+        let mut algo = None;
         crate::stream_args::default_to_streaming(&mut algo, &self.terrain, &self.stream);
-        if self.algos.is_empty() {
-            self.algos.extend(algo);
-        }
+        self.algos.extend(algo);
     }
 }
 

@@ -87,6 +87,8 @@ const FRUSTUM_SHADES: u32 = 8;
 const POOL_SLOTS: u32 = 16;
 /// Normals and albedo come from the pool's slots.
 const POOL_SHADING: u32 = 32;
+/// Triangles index the listed vertices (uploaded where the morphs go).
+const LISTED: u32 = 64;
 
 /// A patch instance as the shader reads it.
 #[repr(C)]
@@ -176,6 +178,9 @@ pub struct TerrainRenderer {
     /// concatenated buffer and its instance range.
     patch_draws: Vec<(Range<u32>, Range<u32>)>,
     scratch_morphs: Vec<[u32; 2]>,
+    scratch_listed: Vec<[u32; 3]>,
+    /// The last `prepare` drew a listed selection.
+    listed: bool,
     draw: DrawList,
     /// Wireframe or LOD colours: the pulled vertex path.
     pulled: bool,
@@ -314,6 +319,8 @@ impl TerrainRenderer {
             scratch_counts: Vec::new(),
             patch_draws: Vec::new(),
             scratch_morphs: Vec::new(),
+            scratch_listed: Vec::new(),
+            listed: false,
             draw: DrawList::Nothing,
             pulled: false,
             data_size: (width, height),
@@ -343,6 +350,7 @@ impl TerrainRenderer {
         let mut patch_morph = None;
         let mut slot_upload = crate::slots::SlotUpload::default();
         self.from_slots = false;
+        self.listed = false;
         let (grid, patch_side, morph_count) = match *selection {
             Selection::Triangles {
                 vertices,
@@ -378,6 +386,36 @@ impl TerrainRenderer {
                     0,
                     self.scratch_morphs.len(),
                 )
+            }
+            Selection::Listed {
+                vertices,
+                indices,
+                shift,
+            } => {
+                self.patches_resident = false;
+                self.listed = true;
+                rebind |= self
+                    .indices
+                    .write(device, queue, bytemuck::cast_slice(indices));
+                bytes += std::mem::size_of_val(indices) as u64;
+                self.scratch_listed.clear();
+                self.scratch_listed.extend(
+                    vertices
+                        .iter()
+                        .map(|v| [v.pos.col, v.pos.row, v.height.to_bits()]),
+                );
+                if !self.scratch_listed.is_empty() {
+                    rebind |= self.morphs.write(
+                        device,
+                        queue,
+                        bytemuck::cast_slice(&self.scratch_listed),
+                    );
+                    bytes += std::mem::size_of_val(self.scratch_listed.as_slice()) as u64;
+                }
+                self.draw = DrawList::Triangles {
+                    index_count: indices.len() as u32,
+                };
+                ((0, 0, shift), 0, 0)
             }
             Selection::Patches {
                 vertices,
@@ -572,6 +610,9 @@ impl TerrainRenderer {
         }
         if self.has_colour_texture {
             flags |= COLOUR_TEXTURE;
+        }
+        if self.listed {
+            flags |= LISTED;
         }
         if self.from_slots {
             flags |= POOL_SLOTS;

@@ -1,13 +1,14 @@
 //! The renderer's vertex paths agree: patches and explicit triangles covering the same
 //! grid draw the same image, indexed and pulled alike; morphs move what is drawn; a
-//! warmed-up frame creates no buffer and uploads only the selection.
+//! listed selection draws its grid-indexed twin's image; a warmed-up frame creates no
+//! buffer and uploads only the selection.
 
 mod common;
 
 use common::{diff, draw, gpu_or_skip, overview_camera, terrain};
 use terralod_core::lod::{
-    ChunkedLod, ChunkedOptions, GridVertices, LodAlgorithm, LodOptions, MorphedHeight,
-    PatchInstance, Selection, View, sample_height,
+    AdaptiveLod, AdaptiveOptions, ChunkedLod, ChunkedOptions, GridVertices, ListedVertex,
+    LodAlgorithm, LodOptions, MorphedHeight, PatchInstance, Selection, View, sample_height,
 };
 use terralod_core::{Containment, GridPos, Heightfield, Pyramid};
 use terralod_render::{COLOUR_FORMAT, DebugLines, FrameSettings, TerrainRenderer};
@@ -285,6 +286,75 @@ fn the_patch_morph_draws_the_exported_heights() {
         let (d, _) = diff(&a, &c);
         assert!(d.differing_share > 1e-4, "the morph left no trace: {d:?}");
     }
+}
+
+/// A8 step 4: algorithm A's listed selection (vertices with their drawn heights) draws
+/// the image of its grid-indexed selection (heights from the texture and the morphs), lit,
+/// as wireframe and in LOD colours; and the heights drawn are the listed ones (a vertex
+/// listed 9 km up shows).
+#[test]
+fn a_listed_selection_draws_what_its_grid_selection_does() {
+    let Some(ctx) = gpu_or_skip("a_listed_selection_draws_what_its_grid_selection_does") else {
+        return;
+    };
+    let field = terrain();
+    let pyramid = Pyramid::build(&field);
+    let camera = overview_camera(&field);
+    let view = View::screen(camera, 1.0).unwrap();
+    let build = |list: bool| {
+        let options = AdaptiveOptions::default().with_list_vertices(list);
+        AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options)
+    };
+    let (mut grid, mut listed) = (build(false), build(true));
+    let grid_selection = grid.select(&view);
+    let Selection::Triangles { morphs, .. } = grid_selection else {
+        panic!("grid indices by default");
+    };
+    assert!(morphs.len() > 100, "only {} vertices morphed", morphs.len());
+    let listed_selection = listed.select(&view);
+    let Selection::Listed {
+        vertices,
+        indices,
+        shift,
+    } = listed_selection
+    else {
+        panic!("listed");
+    };
+    let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    for (wireframe, lod_colours) in [(false, false), (true, false), (false, true)] {
+        let mut settings = FrameSettings::new(camera);
+        settings.wireframe = wireframe;
+        settings.color_by_lod = lod_colours;
+        let a = draw(&ctx, &mut renderer, &grid_selection, &settings);
+        let b = draw(&ctx, &mut renderer, &listed_selection, &settings);
+        let (d, _) = diff(&a, &b);
+        assert!(
+            d.differing_share < 1e-4 && d.mean_abs < 0.05,
+            "wireframe {wireframe}, LOD colours {lod_colours}: listed and grid differ: {d:?}"
+        );
+    }
+    // The listed heights are what is drawn: one vertex raised 9 km (every listing of it).
+    let centre = vertices[indices[indices.len() / 2] as usize].pos;
+    let raised: Vec<ListedVertex> = vertices
+        .iter()
+        .map(|v| ListedVertex {
+            height: if v.pos == centre { 9000.0 } else { v.height },
+            ..*v
+        })
+        .collect();
+    let spiked = Selection::Listed {
+        vertices: &raised,
+        indices,
+        shift,
+    };
+    let settings = FrameSettings::new(camera);
+    let a = draw(&ctx, &mut renderer, &listed_selection, &settings);
+    let b = draw(&ctx, &mut renderer, &spiked, &settings);
+    let (d, _) = diff(&a, &b);
+    assert!(
+        d.differing_share > 1e-4,
+        "a 9 km spike left no trace: {d:?}"
+    );
 }
 
 #[test]

@@ -45,7 +45,7 @@ fn frame(selection: &Selection<'_>) -> Frame {
     selection.for_each_triangle(|t| triangles.push(t));
     let morphs = match selection {
         Selection::Triangles { morphs, .. } => morphs.to_vec(),
-        Selection::Patches { .. } => Vec::new(),
+        Selection::Patches { .. } | Selection::Listed { .. } => Vec::new(),
     };
     (triangles, morphs)
 }
@@ -103,12 +103,16 @@ proptest! {
             AdaptiveOptions::default(),
             AdaptiveOptions::default().with_morph(false),
             AdaptiveOptions::default().with_linf_test(true),
+            // Every vertex listed with its drawn height: the mesh comes from the
+            // selection alone.
+            AdaptiveOptions::default().with_list_vertices(true),
         ] {
             let mut walker =
                 AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
             for (camera, cull) in &walk {
                 let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
                 let selection = walker.select(&view);
+                prop_assert!(selection.listed_heights_agree(), "{:?}", options);
                 let carried = frame(&selection);
                 let mesh = selection.to_mesh(&field);
                 let mut fresh =

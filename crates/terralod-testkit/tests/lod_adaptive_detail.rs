@@ -151,7 +151,7 @@ fn frame(selection: &Selection<'_>) -> (Vec<[GridPos; 3]>, Vec<(u32, f32)>) {
         Selection::Triangles { morphs, .. } => {
             morphs.iter().map(|m| (m.vertex, m.height)).collect()
         }
-        Selection::Patches { .. } => Vec::new(),
+        Selection::Patches { .. } | Selection::Listed { .. } => Vec::new(),
     };
     (triangles, morphs)
 }
@@ -165,6 +165,7 @@ proptest! {
         world_fraction in 0.0f32..0.3,
         morph in any::<bool>(),
         build_fraction in prop_oneof![Just(0.0f32), 0.0f32..0.3],
+        list_vertices in any::<bool>(),
     ) {
         let fine_cell = terrain.mapping().cell_size / (1u32 << k) as f32;
         let world_origin = (origin.0 as f32 * fine_cell, origin.1 as f32 * fine_cell);
@@ -179,7 +180,8 @@ proptest! {
         let build_tolerance = (hi - lo) * build_fraction;
         let options = AdaptiveOptions::default()
             .with_morph(morph)
-            .with_build_tolerance(build_tolerance);
+            .with_build_tolerance(build_tolerance)
+            .with_list_vertices(list_vertices);
         let build = || {
             AdaptiveLod::with_detail(&terrain, &pyramid, LodOptions::default(), options, &detail)
                 .expect("placed on this terrain")
@@ -203,6 +205,7 @@ proptest! {
         for (camera, cull) in &cameras {
             let view = View::screen(*camera, tolerance).expect("valid view").with_cull(*cull);
             let selection = walker.select(&view);
+            prop_assert!(selection.listed_heights_agree());
             let carried = frame(&selection);
             let mesh = selection.to_mesh(&terrain);
             prop_assert!(carried == frame(&build().select(&view)), "differs from a fresh selection");

@@ -155,6 +155,25 @@ fn a_warmed_up_frame_allocates_nothing() {
         }
     });
     assert_eq!(count, 0, "adaptive with detail: {count} allocations");
+    // Algorithm A listing its vertices (A8 step 4).
+    let listing = AdaptiveOptions::default().with_list_vertices(true);
+    let mut listed = AdaptiveLod::with_options(&field, &pyramid, options, listing);
+    for _ in 0..3 {
+        for view in &views {
+            listed.select(view);
+        }
+    }
+    let count = allocations(|| {
+        for _ in 0..3 {
+            for view in &views {
+                std::hint::black_box(listed.select(view).triangle_count());
+            }
+        }
+    });
+    assert_eq!(
+        count, 0,
+        "adaptive listing its vertices: {count} allocations"
+    );
     // Algorithm A with its pages (8-cell squares' subtrees) in 20 frames, fewer than the
     // views ask for: pages copied in from memory, dropped, released and coarsened.
     let adaptive = AdaptiveOptions::default()

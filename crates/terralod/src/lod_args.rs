@@ -77,6 +77,12 @@ pub struct AlgorithmOptionArgs {
     /// power of two from 2 to 65536). [default: 256]
     #[arg(long, value_name = "N", value_parser = |t: &str| parse_power_of_two(t, 65_536))]
     pub page_cells: Option<u32>,
+    /// Algorithm adaptive: select every drawn vertex with its position and drawn height
+    /// instead of indices into the terrain's grid, so drawing and exporting read heights
+    /// from the tree alone (A8 step 4, for trees larger than a grid index or height
+    /// texture reaches); the same mesh, a little more to upload a frame.
+    #[arg(long)]
+    pub list_vertices: bool,
     /// Algorithm P (patches): pool slots allocated at start. [default: 1024]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub pool_capacity: Option<u32>,
@@ -111,6 +117,7 @@ impl AlgorithmOptionArgs {
                 .with_linf_test(self.adaptive_linf)
                 .with_build_tolerance(self.build_tolerance())
                 .with_page_frames(self.page_frames.unwrap_or(0))
+                .with_list_vertices(self.list_vertices)
                 .with_page_cells(
                     self.page_cells
                         .unwrap_or(AdaptiveOptions::DEFAULT_PAGE_CELLS),
@@ -156,6 +163,7 @@ impl AlgorithmOptionArgs {
             ),
             ("--page-frames", self.page_frames.is_some(), "adaptive"),
             ("--page-cells", self.page_cells.is_some(), "adaptive"),
+            ("--list-vertices", self.list_vertices, "adaptive"),
             ("--pool-capacity", self.pool_capacity.is_some(), "patches"),
             ("--patch-size", self.patch_size.is_some(), "patches"),
             ("--split-factor", self.split_factor.is_some(), "patches"),

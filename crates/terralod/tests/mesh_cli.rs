@@ -688,6 +688,62 @@ fn a_detail_is_exported_at_its_resolution() {
     );
 }
 
+/// A detail 256 times finer than the built-in terrain's 30 m cells subdivides its grid
+/// into 262,145² positions, past 32-bit grid indices: refused in one line naming
+/// `--list-vertices`, and exported with it (vertices on the detail's lattice).
+#[test]
+fn a_detail_past_32_bit_grid_indices_needs_listed_vertices() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let detail = raw_square(dir.path(), "pit.f32", 9, |c, r| 100.0 + (c + r) as f32);
+    let obj = dir.path().join("mesh.obj").display().to_string();
+    let cell = (30.0f64 / 256.0).to_string();
+    let args = [
+        "mesh",
+        "--algo",
+        "adaptive",
+        "--max-error",
+        "20",
+        "--detail",
+        &detail,
+        "--detail-origin",
+        "4000.078125,4000.078125",
+        "--detail-cell-size",
+        &cell,
+        "--out",
+        &obj,
+    ];
+    let output = terralod(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("more than 32-bit grid indices") && stderr.contains("--list-vertices"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!Path::new(&obj).exists());
+    let json = mesh_json(&[&args[1..], &["--list-vertices"]].concat());
+    assert_eq!(json["detail"]["subdivision"], 256);
+    // The detail's samples are exported: a vertex at its far corner, (8, 8) fine cells
+    // from its origin, at its height there.
+    let text = std::fs::read_to_string(&obj).expect("the OBJ exists");
+    let corner = 4000.078125 + 8.0 * 30.0 / 256.0;
+    let found = text.lines().any(|line| {
+        let v: Vec<f64> = line
+            .strip_prefix("v ")
+            .map(|rest| {
+                rest.split_whitespace()
+                    .map(|p| p.parse().expect("a number"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.len() == 3
+            && (v[0] - corner).abs() < 1e-3
+            && (v[2] - corner).abs() < 1e-3
+            && v[1] == 116.0
+    });
+    assert!(found, "no vertex at the detail's far corner");
+}
+
 /// Bad `--detail` requests: one line, nothing written; clap's own refusals exit 2.
 #[test]
 fn bad_detail_flags_get_one_clear_line() {
@@ -1154,6 +1210,7 @@ fn paged_exports_wait_for_their_pages() {
     std::fs::create_dir(&spool).expect("a spool folder");
     let out = |name: &str| dir.path().join(name).display().to_string();
     let (plain, paged, refused) = (out("plain.obj"), out("paged.obj"), out("refused.obj"));
+    let (listed, listed_paged) = (out("listed.obj"), out("listed-paged.obj"));
     let run = |extra: &[&str], obj: &str| {
         let mut args = vec!["mesh", &file];
         args.extend_from_slice(&ADAPTIVE_VIEW);
@@ -1169,6 +1226,12 @@ fn paged_exports_wait_for_their_pages() {
     for (extra, obj) in [
         (&[][..], &plain),
         (&[&pages[..], &["40"]].concat()[..], &paged),
+        // Vertices listed with their heights (A8 step 4): the same mesh.
+        (&["--list-vertices"][..], &listed),
+        (
+            &[&pages[..], &["40", "--list-vertices"]].concat()[..],
+            &listed_paged,
+        ),
     ] {
         let output = run(extra, obj);
         assert!(
@@ -1179,6 +1242,11 @@ fn paged_exports_wait_for_their_pages() {
     }
     let read = |path: &str| std::fs::read(path).expect("the OBJ exists");
     assert!(read(&plain) == read(&paged), "the paged export differs");
+    assert!(read(&plain) == read(&listed), "the listed export differs");
+    assert!(
+        read(&plain) == read(&listed_paged),
+        "the listed paged export differs"
+    );
     let output = run(&[&pages[..], &["10"]].concat(), &refused);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");

@@ -580,13 +580,36 @@ pub enum Selection<'a> {
         /// `None`: instances are drawn from the grid.
         pool: Option<&'a PatchPool>,
     },
+    /// Explicit triangles (three indices each, counter-clockwise seen from above) into
+    /// `vertices`, which carry their grid positions and drawn heights: the selection needs
+    /// neither the terrain's samples nor a vertex buffer of the whole grid (algorithm A
+    /// with [`AdaptiveOptions::list_vertices`], for trees larger than one grid index or
+    /// height texture can address). A vertex drawn by several pieces may be listed once
+    /// per piece, always at the same height.
+    Listed {
+        vertices: &'a [ListedVertex],
+        indices: &'a [u32],
+        /// The grid's subdivision: position `(col, row)` lies at world `(col, row) · cell
+        /// / 2^shift` (local detail, as [`GridVertices::shift`]).
+        shift: u32,
+    },
+}
+
+/// A vertex of a [`Selection::Listed`]: where it lies on the (subdivided) grid, and its
+/// world height as drawn (morphing applied).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ListedVertex {
+    pub pos: GridPos,
+    pub height: f32,
 }
 
 impl Selection<'_> {
     /// Number of triangles drawn.
     pub fn triangle_count(&self) -> usize {
         match self {
-            Selection::Triangles { indices, .. } => indices.len() / 3,
+            Selection::Triangles { indices, .. } | Selection::Listed { indices, .. } => {
+                indices.len() / 3
+            }
             Selection::Patches {
                 index_buffers,
                 instances,
@@ -610,6 +633,13 @@ impl Selection<'_> {
             } => {
                 for t in indices.chunks_exact(3) {
                     f([t[0], t[1], t[2]].map(|i| vertices.position(i)));
+                }
+            }
+            Selection::Listed {
+                vertices, indices, ..
+            } => {
+                for t in indices.chunks_exact(3) {
+                    f([t[0], t[1], t[2]].map(|i| vertices[i as usize].pos));
                 }
             }
             Selection::Patches {
@@ -638,26 +668,25 @@ impl Selection<'_> {
 
     /// The drawn triangles as a mesh with one vertex per grid position, heights as drawn
     /// (the sample's, border repeated beyond the data, or the morphed height; a pool's
-    /// selection takes them from its slots, see [`Selection::to_mesh_from_pool`]).
+    /// selection takes them from its slots, see [`Selection::to_mesh_as_carried`]).
     pub fn to_mesh(&self, field: &Heightfield) -> GridMesh {
-        if let Some(mesh) = self.to_mesh_from_pool() {
+        if let Some(mesh) = self.to_mesh_as_carried() {
             return mesh;
         }
-        let grid = match *self {
-            Selection::Triangles { vertices, .. } | Selection::Patches { vertices, .. } => vertices,
-        };
-        let morphs: HashMap<GridPos, f32> = match *self {
+        let (grid, morphs, patch_morph) = match *self {
             Selection::Triangles {
                 vertices, morphs, ..
-            } => morphs
-                .iter()
-                .map(|m| (vertices.position(m.vertex), m.height))
-                .collect(),
-            Selection::Patches { .. } => HashMap::new(),
-        };
-        let patch_morph = match *self {
-            Selection::Patches { morph, .. } => morph,
-            Selection::Triangles { .. } => None,
+            } => {
+                let morphs: HashMap<GridPos, f32> = morphs
+                    .iter()
+                    .map(|m| (vertices.position(m.vertex), m.height))
+                    .collect();
+                (vertices, morphs, None)
+            }
+            Selection::Patches {
+                vertices, morph, ..
+            } => (vertices, HashMap::new(), morph),
+            Selection::Listed { .. } => unreachable!("a listed selection carries its heights"),
         };
         let cell = field.mapping().cell_size;
         let mut mesh = GridMesh::default();
@@ -682,10 +711,31 @@ impl Selection<'_> {
         mesh
     }
 
-    /// For a patch selection drawn from a pool (and not morphed): the drawn mesh with every
-    /// height read from the slots, exactly what the renderer draws, and no heightfield
-    /// needed (a streamed terrain has none in memory). `None` for any other selection.
-    pub fn to_mesh_from_pool(&self) -> Option<GridMesh> {
+    /// For a selection that carries its drawn heights (a listed one, or patches drawn from
+    /// a pool and not morphed): the drawn mesh with every height read from the selection,
+    /// exactly what the renderer draws, and no heightfield needed (a streamed terrain has
+    /// none in memory). `None` for any other selection.
+    ///
+    /// A listed vertex drawn by several pieces takes the height listed first; they are
+    /// the same ([`Selection::listed_heights_agree`] checks it).
+    pub fn to_mesh_as_carried(&self) -> Option<GridMesh> {
+        if let Selection::Listed {
+            vertices, indices, ..
+        } = *self
+        {
+            let mut mesh = GridMesh::default();
+            let mut vertex_of: HashMap<GridPos, u32> = HashMap::new();
+            for t in indices.chunks_exact(3) {
+                let triangle = [t[0], t[1], t[2]].map(|i| {
+                    let v = vertices[i as usize];
+                    *vertex_of
+                        .entry(v.pos)
+                        .or_insert_with(|| mesh.push_vertex(v.pos, v.height))
+                });
+                mesh.triangles.push(triangle);
+            }
+            return Some(mesh);
+        }
         let Selection::Patches {
             patch_side,
             index_buffers,
@@ -716,6 +766,19 @@ impl Selection<'_> {
             }
         }
         Some(mesh)
+    }
+
+    /// For a listed selection: whether every vertex listed more than once (drawn by
+    /// several pieces) is listed at the same height, to the bit, so the pieces meet.
+    /// `true` for any other selection (their heights are per position).
+    pub fn listed_heights_agree(&self) -> bool {
+        let Selection::Listed { vertices, .. } = *self else {
+            return true;
+        };
+        let mut heights: HashMap<GridPos, u32> = HashMap::new();
+        vertices
+            .iter()
+            .all(|v| *heights.entry(v.pos).or_insert(v.height.to_bits()) == v.height.to_bits())
     }
 
     /// Number of distinct vertices the triangles use.

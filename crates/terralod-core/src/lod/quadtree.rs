@@ -1492,7 +1492,7 @@ mod tests {
     fn triangles(q: &mut QuadtreeLod<'_>, view: &View) -> Vec<u32> {
         match q.select(view) {
             Selection::Triangles { indices, .. } => indices.to_vec(),
-            Selection::Patches { .. } => Vec::new(),
+            Selection::Patches { .. } | Selection::Listed { .. } => Vec::new(),
         }
     }
 

@@ -11,6 +11,10 @@
 // buffer, so every corner knows its barycentric coordinate and its triangle: the wireframe
 // and the LOD colours need that and work on every backend without polygon-mode features).
 //
+// A listed selection (flag 64; algorithm A over a tree too large for a grid index or a
+// height texture) carries its vertices: the indices point into a list of (column, row,
+// drawn height) that the frame uploads with them.
+//
 // Algorithm P's patches are drawn from its pool's slots instead (flag 16): a patch vertex is
 // vertex `slot * vertices per slot + local index` of the slot buffer, with the pool's
 // position, normal and colour (flag 32: shaded with them).
@@ -62,6 +66,7 @@ const COLOUR_TEXTURE: u32 = 4u;
 const FRUSTUM_SHADES: u32 = 8u;
 const POOL_SLOTS: u32 = 16u;
 const POOL_SHADING: u32 = 32u;
+const LISTED: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var heights: texture_2d<f32>;
@@ -71,8 +76,10 @@ const POOL_SHADING: u32 = 32u;
 // Explicit triangles: grid indices. Patches: the shared patch index buffers, back to back.
 @group(0) @binding(5) var<storage, read> indices: array<u32>;
 @group(0) @binding(6) var<storage, read> instances: array<PatchInstance>;
-// Morphed vertices sorted by grid index: (vertex, bits of the drawn height).
-@group(0) @binding(7) var<storage, read> morphs: array<vec2<u32>>;
+// Morphed vertices sorted by grid index: (vertex, bits of the drawn height). With LISTED:
+// the listed vertices instead, three words each (column, row, bits of the drawn height),
+// and the indices index them.
+@group(0) @binding(7) var<storage, read> morphs: array<u32>;
 // The pool's slots, as words: n × 3 f32 positions, n packed normals, n RGBA8 colours.
 @group(0) @binding(8) var<storage, read> slot_data: array<u32>;
 
@@ -102,11 +109,11 @@ fn drawn_height(index: u32, col: u32, row: u32) -> f32 {
     var hi = frame.mode.z;
     while lo < hi {
         let mid = (lo + hi) / 2u;
-        let m = morphs[mid];
-        if m.x == index {
-            return bitcast<f32>(m.y);
+        let vertex = morphs[2u * mid];
+        if vertex == index {
+            return bitcast<f32>(morphs[2u * mid + 1u]);
         }
-        if m.x < index {
+        if vertex < index {
             lo = mid + 1u;
         } else {
             hi = mid;
@@ -146,16 +153,28 @@ fn slot_vertex(v: u32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
     return out;
 }
 
-fn grid_vertex(index: u32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
+// The grid position of vertex `index` of a triangle selection.
+fn grid_position(index: u32) -> vec2<u32> {
+    if (frame.mode.x & LISTED) != 0u {
+        return vec2<u32>(morphs[3u * index], morphs[3u * index + 1u]);
+    }
     let stride = frame.grid.x;
-    let col = index % stride;
-    let row = index / stride;
+    return vec2<u32>(index % stride, index / stride);
+}
+
+fn grid_vertex(index: u32, barycentric: vec3<f32>, level: f32) -> TerrainOut {
+    let pos = grid_position(index);
     // With local detail the grid is finer than the height texture: a position off the
     // samples is always morphed (its height is in the list).
     let shift = frame.slots.z;
-    let height = drawn_height(index, col >> shift, row >> shift);
+    var height: f32;
+    if (frame.mode.x & LISTED) != 0u {
+        height = bitcast<f32>(morphs[3u * index + 2u]);
+    } else {
+        height = drawn_height(index, pos.x >> shift, pos.y >> shift);
+    }
     let cell = frame.eye.w / f32(1u << shift);
-    return world_vertex(vec3<f32>(f32(col) * cell, height, f32(row) * cell), barycentric, level);
+    return world_vertex(vec3<f32>(f32(pos.x) * cell, height, f32(pos.y) * cell), barycentric, level);
 }
 
 fn corner_barycentric(vertex: u32) -> vec3<f32> {
@@ -163,11 +182,13 @@ fn corner_barycentric(vertex: u32) -> vec3<f32> {
     return vec3<f32>(f32(corner == 0u), f32(corner == 1u), f32(corner == 2u));
 }
 
-// Largest extent, in cells, of a triangle given by three grid indices, as a level.
+// Largest extent, in cells, of a triangle given by three vertex indices, as a level.
 fn triangle_level(a: u32, b: u32, c: u32) -> f32 {
-    let stride = frame.grid.x;
-    let cols = vec3<i32>(i32(a % stride), i32(b % stride), i32(c % stride));
-    let rows = vec3<i32>(i32(a / stride), i32(b / stride), i32(c / stride));
+    let pa = vec2<i32>(grid_position(a));
+    let pb = vec2<i32>(grid_position(b));
+    let pc = vec2<i32>(grid_position(c));
+    let cols = vec3<i32>(pa.x, pb.x, pc.x);
+    let rows = vec3<i32>(pa.y, pb.y, pc.y);
     let span = max(
         max(max(cols.x, cols.y), cols.z) - min(min(cols.x, cols.y), cols.z),
         max(max(rows.x, rows.y), rows.z) - min(min(rows.x, rows.y), rows.z),

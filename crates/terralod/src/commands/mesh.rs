@@ -500,7 +500,7 @@ fn select_streamed(
         let selection = algorithm.select(view);
         if let Some(walk) = walk.filter(|w| w.writes_frames()) {
             let drawn = selection
-                .to_mesh_from_pool()
+                .to_mesh_as_carried()
                 .context("the streamed selection draws from its pool")?;
             walk.frame_done(frame, &drawn, &mapping, data_end)?;
             if algorithm.0.stream_counts().held_back > 0 {
@@ -513,7 +513,7 @@ fn select_streamed(
     let selections = settle(&mut algorithm, view, SETTLE_LIMIT)?;
     let selection = algorithm.select(view);
     let mesh = selection
-        .to_mesh_from_pool()
+        .to_mesh_as_carried()
         .context("the streamed selection draws from its pool")?;
     if let Some(walk) = walk {
         walk.frame_done(before.len(), &mesh, &mapping, data_end)?;

@@ -62,7 +62,7 @@ pub enum DetailError {
     },
     #[error(
         "the terrain's grid subdivided {factor} times has {vertices} vertices, more than 32-bit \
-         indices address"
+         grid indices address: list the vertices instead (--list-vertices)"
     )]
     TooFine { factor: u32, vertices: u64 },
     #[error("the detail was placed on another terrain")]
@@ -101,6 +101,27 @@ fn extent_cells(samples: u32) -> u32 {
 }
 
 impl<'a> Detail<'a> {
+    /// Positions of the terrain's grid subdivided for the detail (the grid-indexed
+    /// selection's vertex buffer): at most `u32::MAX` unless the vertices are listed.
+    pub fn grid_vertices(&self) -> u64 {
+        let (width, height, _) = self.terrain;
+        (u64::from(extent_cells(width)) << self.shift | 1)
+            * (u64::from(extent_cells(height)) << self.shift | 1)
+    }
+
+    /// [`DetailError::TooFine`] unless the grid-indexed selection can address every
+    /// position, or the vertices are listed.
+    pub(super) fn check_indices(&self, list_vertices: bool) -> Result<(), DetailError> {
+        let vertices = self.grid_vertices();
+        if list_vertices || vertices <= u64::from(u32::MAX) {
+            return Ok(());
+        }
+        Err(DetailError::TooFine {
+            factor: 1 << self.shift,
+            vertices,
+        })
+    }
+
     /// Places `detail` on `terrain` with its first sample at world `(x, z)` = `origin` and
     /// `cell_size` between samples, which must be the terrain's cell size divided by a
     /// power of two; `origin` must lie on the detail's lattice. Its raw values use the
@@ -154,14 +175,6 @@ impl<'a> Detail<'a> {
                 height: detail.height(),
                 x: origin.0,
                 z: origin.1,
-            });
-        }
-        let vertices = (u64::from(extent_cells(terrain.width())) << shift | 1)
-            * (u64::from(extent_cells(terrain.height())) << shift | 1);
-        if vertices > u64::from(u32::MAX) {
-            return Err(DetailError::TooFine {
-                factor: 1 << shift,
-                vertices,
             });
         }
         Ok(Detail {

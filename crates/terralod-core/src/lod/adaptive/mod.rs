@@ -123,7 +123,7 @@ mod paging;
 mod recorded;
 mod records;
 mod render;
-use render::{Emitted, RenderBuffers};
+use render::{Emitted, Listing, RenderBuffers};
 mod tree;
 mod update;
 
@@ -181,6 +181,12 @@ pub struct AdaptiveOptions {
     /// the frames and the ground beyond a release radius is coarsened to free them.
     /// 0 (default), or frames too many for a pool: every page stays in the pool.
     pub page_frames: u32,
+    /// Select [`Selection::Listed`]: every drawn vertex with its grid position and drawn
+    /// height, so nothing that draws or checks the selection reads the terrain's samples
+    /// or a vertex buffer of the whole grid (A8 step 4: the tree's heights are all a tree
+    /// paged from tiles has). The same mesh as without; the default (`false`) selects
+    /// grid indices and morphs, which upload less and cost nothing to list.
+    pub list_vertices: bool,
 }
 
 impl Default for AdaptiveOptions {
@@ -198,6 +204,7 @@ impl AdaptiveOptions {
         guard_angle: AdaptiveOptions::DEFAULT_GUARD_ANGLE,
         page_cells: AdaptiveOptions::DEFAULT_PAGE_CELLS,
         page_frames: 0,
+        list_vertices: false,
     };
 
     /// The default page: the subtree of a 256-cell square, the tile of `terralod import`'s
@@ -241,6 +248,11 @@ impl AdaptiveOptions {
     /// Sets the size of the page roots' squares in cells (0: no pages).
     pub fn with_page_cells(mut self, cells: u32) -> Self {
         self.page_cells = cells;
+        self
+    }
+
+    pub fn with_list_vertices(mut self, on: bool) -> Self {
+        self.list_vertices = on;
         self
     }
 
@@ -619,6 +631,9 @@ pub struct AdaptiveLod<'a> {
     /// What the last selection drew.
     emitted: Emitted,
     render_buffers: RenderBuffers,
+    /// The last frame's triangles and vertices, with
+    /// [`AdaptiveOptions::list_vertices`].
+    listing: Listing,
     /// With local detail: which drawn positions the grid's own heights do not give.
     fine: Option<FineGrid>,
     /// With frames for pages: the pages not in the pool and the frames.
@@ -662,6 +677,7 @@ impl<'a> AdaptiveLod<'a> {
         if !detail.fits(field) {
             return Err(DetailError::Terrain);
         }
+        detail.check_indices(adaptive.list_vertices)?;
         let source = detail::DetailSource::new(field, pyramid, *detail, budget)?;
         let tree = tree::build(
             &source,
@@ -763,6 +779,7 @@ impl<'a> AdaptiveLod<'a> {
             tree,
             emitted: Emitted::default(),
             render_buffers: RenderBuffers::default(),
+            listing: Listing::default(),
             fine,
             paging,
             stats: SelectionStats::default(),
@@ -858,9 +875,12 @@ impl<'a> AdaptiveLod<'a> {
         self.render_buffers.reused
     }
 
-    /// Bytes Render() keeps across frames: its recorded walks and their output buffers.
+    /// Bytes Render() keeps across frames: its recorded walks and their output buffers
+    /// (the listing's included).
     pub fn render_bytes(&self) -> usize {
         self.render_buffers.bytes()
+            + self.listing.vertices.capacity() * size_of::<crate::lod::ListedVertex>()
+            + self.listing.indices.capacity() * size_of::<u32>()
     }
 
     /// Bytes of one pool slot of a 16-bit source: its static record, its three vertex
@@ -1054,6 +1074,18 @@ impl LodAlgorithm for AdaptiveLod<'_> {
         self.emitted = emitted;
         self.stats.nodes_drawn = self.emitted.nodes_drawn;
         self.stats.triangles = (self.emitted.indices.len() / 3) as u64;
+        if self.adaptive.list_vertices {
+            let depth = self.subtree_depth();
+            self.render_buffers
+                .list(&self.tree, depth, &mut self.listing);
+            self.stats.triangles = (self.listing.indices.len() / 3) as u64;
+            self.stats.select_time = started.elapsed();
+            return Selection::Listed {
+                vertices: &self.listing.vertices,
+                indices: &self.listing.indices,
+                shift: self.vertices.shift,
+            };
+        }
         self.stats.select_time = started.elapsed();
         Selection::Triangles {
             vertices: self.vertices,

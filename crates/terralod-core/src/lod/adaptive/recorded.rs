@@ -13,10 +13,11 @@
 //! path for drawn heights, and a replayed frame equals a fresh one bit for bit.
 
 use super::AdaptiveLod;
-use super::render::{Emitted, Morpher, Projected};
+use super::render::{Emitted, Listing, Morpher, Projected, SIDE_HALVES};
 use super::tree::{Sq, SquareTree, position_beside};
 use crate::camera::{Aabb, Containment, Frustum};
-use crate::lod::MorphedHeight;
+use crate::heightfield::GridPos;
+use crate::lod::{ListedVertex, MorphedHeight};
 
 /// Height slots taken by the walk's four corners (north-west, north-east, south-west,
 /// south-east), given by the walk above it on every replay; vertex step `i` is slot
@@ -39,6 +40,9 @@ pub(super) struct RecordedWalk {
     tests: Vec<(Aabb, Containment)>,
     /// The triangles, as emitted.
     pub indices: Vec<u32>,
+    /// With [`AdaptiveOptions::list_vertices`](super::AdaptiveOptions::list_vertices):
+    /// the same triangles by height slot (corner slots first, then one per vertex step).
+    pub slot_indices: Vec<u32>,
     pub nodes_drawn: u64,
     /// The squares walked, in walk order, each followed by its vertices in `vertices`.
     squares: Vec<SquareStep>,
@@ -172,6 +176,7 @@ impl RecordedWalk {
         self.reads.clear();
         self.tests.clear();
         self.indices.clear();
+        self.slot_indices.clear();
         self.nodes_drawn = 0;
         self.squares.clear();
         self.vertices.clear();
@@ -345,10 +350,48 @@ impl RecordedWalk {
     pub fn bytes(&self) -> usize {
         self.reads.capacity() * size_of::<StateRead>()
             + self.tests.capacity() * size_of::<(Aabb, Containment)>()
-            + self.indices.capacity() * size_of::<u32>()
+            + (self.indices.capacity() + self.slot_indices.capacity()) * size_of::<u32>()
             + self.squares.capacity() * size_of::<SquareStep>()
             + self.vertices.capacity() * size_of::<VertexStep>()
             + self.drawn.capacity() * size_of::<DrawnStep>()
+    }
+
+    /// Appends the walk's vertices, one per height slot, to `out` (the walk's root
+    /// corners at `corners`, drawn heights `heights` by slot from its last replay), and
+    /// its triangles by their index there.
+    pub fn list(
+        &self,
+        tree: &SquareTree,
+        corners: [GridPos; 4],
+        heights: &[f32],
+        out: &mut Listing,
+    ) {
+        let base = out.vertices.len() as u32;
+        let listed = |pos, slot: usize| ListedVertex {
+            pos,
+            height: heights[slot],
+        };
+        out.vertices.extend(
+            corners
+                .iter()
+                .enumerate()
+                .map(|(slot, &pos)| listed(pos, slot)),
+        );
+        let mut steps = self.vertices.iter();
+        for square in &self.squares {
+            let half = tree.levels[usize::from(square.level)].size / 2;
+            let (x0, z0) = (square.ix * 2 * half, square.iz * 2 * half);
+            for (k, step) in steps.by_ref().take(square.vertices.into()).enumerate() {
+                let (hx, hz) = match step.kind {
+                    VertexKind::Fixed | VertexKind::Centre => (1, 1),
+                    VertexKind::Edge { side, .. } => SIDE_HALVES[usize::from(side)],
+                };
+                let pos = GridPos::new(x0 + hx * half, z0 + hz * half);
+                out.vertices.push(listed(pos, square.first as usize + k));
+            }
+        }
+        out.indices
+            .extend(self.slot_indices.iter().map(|&slot| base + slot));
     }
 
     /// The boxes of the squares that drew triangles, grown to the heights of their nine

@@ -43,12 +43,12 @@
 
 use super::recorded::{Across, CORNER_SLOTS, RecordedWalk, Replayed, VertexKind};
 use super::records::{CENTRE, EAST, NORTH, SOUTH, WEST};
-use super::tree::{ABSENT, OUTSIDE, Sq, side_error};
+use super::tree::{ABSENT, OUTSIDE, Sq, SquareTree, side_error};
 use super::update::{DRAWN_BITS, enabled_children, mid_bit};
 use super::{AdaptiveLod, View};
 use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::GridPos;
-use crate::lod::{MorphedHeight, UnitProjection};
+use crate::lod::{ListedVertex, MorphedHeight, UnitProjection};
 
 /// The per-frame morphing inputs.
 pub(super) struct Morpher<'v> {
@@ -163,15 +163,25 @@ impl Morpher<'_> {
 /// north-west corner in half sides, and the corners (north-west, north-east, south-west,
 /// south-east) at the ends of its edge.
 const SIDE_VERTICES: [((u32, u32), (usize, usize)); 4] = [
-    ((2, 1), (1, 3)),
-    ((1, 2), (2, 3)),
-    ((1, 0), (0, 1)),
-    ((0, 1), (0, 2)),
+    (SIDE_HALVES[0], (1, 3)),
+    (SIDE_HALVES[1], (2, 3)),
+    (SIDE_HALVES[2], (0, 1)),
+    (SIDE_HALVES[3], (0, 2)),
 ];
 
+/// Per side (east, south, north, west): the edge vertex's offset from the square's
+/// north-west corner in half sides.
+pub(super) const SIDE_HALVES: [(u32, u32); 4] = [(2, 1), (1, 2), (1, 0), (0, 1)];
+
 /// The four edges of a square in fan order (counter-clockwise seen from above, as
-/// algorithm Q's fans): the side, and the quadrants of its first and second half.
-const EDGES: [(usize, u32, u32); 4] = [(WEST, 0, 2), (SOUTH, 2, 3), (EAST, 3, 1), (NORTH, 1, 0)];
+/// algorithm Q's fans): the side, the quadrants of its first and second half, and the
+/// corners (north-west, north-east, south-west, south-east) it runs between.
+const EDGES: [(usize, u32, u32, (usize, usize)); 4] = [
+    (WEST, 0, 2, (0, 2)),
+    (SOUTH, 2, 3, (2, 3)),
+    (EAST, 3, 1, (3, 1)),
+    (NORTH, 1, 0, (1, 0)),
+];
 
 /// What Render() emits: triangles and morphed heights. (The boxes of the squares that
 /// drew triangles are worked out only when asked: [`RenderBuffers::drawn_boxes`].)
@@ -188,6 +198,15 @@ impl Emitted {
         self.morphs.clear();
         self.nodes_drawn = 0;
     }
+}
+
+/// Render()'s output as a [`Selection::Listed`](crate::lod::Selection::Listed): every
+/// walk's vertices, one per height slot (so a vertex two walks or two squares share is
+/// listed by each, at the same height), and the triangles by their index there.
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    pub vertices: Vec<ListedVertex>,
+    pub indices: Vec<u32>,
 }
 
 /// Levels from the subtrees whose walks are recorded and reused (and walked in parallel)
@@ -284,6 +303,25 @@ impl RenderBuffers {
                 .sum::<usize>()
     }
 
+    /// The last frame's triangles as a listing (recorded with
+    /// [`AdaptiveOptions::list_vertices`](super::AdaptiveOptions::list_vertices)), in
+    /// the order of its grid-indexed triangles.
+    pub fn list(&self, tree: &SquareTree, depth: u32, out: &mut Listing) {
+        out.vertices.clear();
+        out.indices.clear();
+        self.top.list(
+            tree,
+            corner_positions(tree, Sq::ROOT),
+            &self.top_replayed.heights,
+            out,
+        );
+        for subtree in &self.subtrees {
+            let part = &self.parts[self.part_at[position(subtree.sq, depth)] as usize];
+            let corners = corner_positions(tree, subtree.sq);
+            part.walk.list(tree, corners, &part.replayed.heights, out);
+        }
+    }
+
     /// The boxes of the squares the last frame drew triangles of, in the order of its
     /// triangles, grown to their drawn heights (which geomorphing can move out of the
     /// stored box).
@@ -307,6 +345,49 @@ impl RenderBuffers {
             .map(|p| p.walk.check_links())
             .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
     }
+}
+
+/// Appends a square's triangle fan to `out`, its vertices named by `centre`, `corners`
+/// (north-west, north-east, south-west, south-east) and the enabled edge vertices `mids`
+/// (east, south, north, west): per edge, in fan order, one triangle to the corners or two
+/// to the edge vertex, leaving out the quadrants enabled children draw. Returns whether
+/// it drew anything.
+fn fan(
+    centre: u32,
+    corners: [u32; 4],
+    mids: [Option<u32>; 4],
+    enabled_children: u32,
+    out: &mut Vec<u32>,
+) -> bool {
+    let before = out.len();
+    for (side, first, second, (a, b)) in EDGES {
+        let (a, b) = (corners[a], corners[b]);
+        match mids[side] {
+            Some(m) => {
+                if enabled_children & (1 << first) == 0 {
+                    out.extend_from_slice(&[centre, a, m]);
+                }
+                if enabled_children & (1 << second) == 0 {
+                    out.extend_from_slice(&[centre, m, b]);
+                }
+            }
+            None => {
+                // Both halves' quadrants are drawn here: an enabled quadrant would have
+                // enabled this vertex.
+                debug_assert_eq!(enabled_children & (1 << first | 1 << second), 0);
+                out.extend_from_slice(&[centre, a, b]);
+            }
+        }
+    }
+    out.len() > before
+}
+
+/// The grid positions of the corners of `sq` (north-west, north-east, south-west,
+/// south-east).
+fn corner_positions(tree: &SquareTree, sq: Sq) -> [GridPos; 4] {
+    let size = tree.levels[sq.level as usize].size;
+    let (x0, z0) = (sq.ix * size, sq.iz * size);
+    [(0, 0), (size, 0), (0, size), (size, size)].map(|(dx, dz)| GridPos::new(x0 + dx, z0 + dz))
 }
 
 /// A subtree position's index in [`RenderBuffers::part_at`], subtrees `depth` levels down.
@@ -548,40 +629,33 @@ impl AdaptiveLod<'_> {
             // Every stored child is enabled and draws itself; the rest is padding.
             return;
         }
-        // Vertex indices, only now: a straddling square's corners may lie beyond the
-        // buffer, where `u32` index arithmetic can overflow (a finely subdivided grid).
-        let stride = self.vertices.stride;
-        let corner = self.vertices.index(at(0, 0));
-        let (right, down) = (size, size * stride);
-        let centre_index = corner + half * (stride + 1);
-        // Per edge: start corner, midpoint, end corner, in fan order.
-        let ends = [
-            (corner, corner + half * stride, corner + down),
-            (corner + down, corner + down + half, corner + down + right),
-            (
-                corner + down + right,
+        let drew = if self.adaptive.list_vertices {
+            // By height slot: the listing's vertices.
+            fan(
+                centre,
+                corners,
+                mids,
+                enabled_children,
+                &mut walk.slot_indices,
+            )
+        } else {
+            // Vertex indices, only now: a straddling square's corners may lie beyond the
+            // buffer, where `u32` index arithmetic can overflow (a finely subdivided grid).
+            let stride = self.vertices.stride;
+            let corner = self.vertices.index(at(0, 0));
+            let (right, down) = (size, size * stride);
+            let corners = [corner, corner + right, corner + down, corner + down + right];
+            let mid_index = [
                 corner + right + half * stride,
-                corner + right,
-            ),
-            (corner + right, corner + half, corner),
-        ];
-        let before = walk.indices.len();
-        for ((side, first, second), (a, m, b)) in EDGES.into_iter().zip(ends) {
-            if mids[side].is_some() {
-                if enabled_children & (1 << first) == 0 {
-                    walk.indices.extend_from_slice(&[centre_index, a, m]);
-                }
-                if enabled_children & (1 << second) == 0 {
-                    walk.indices.extend_from_slice(&[centre_index, m, b]);
-                }
-            } else {
-                // Both halves' quadrants are drawn here: an enabled quadrant would have
-                // enabled this vertex.
-                debug_assert_eq!(enabled_children & (1 << first | 1 << second), 0);
-                walk.indices.extend_from_slice(&[centre_index, a, b]);
-            }
-        }
-        if walk.indices.len() > before {
+                corner + down + half,
+                corner + half,
+                corner + half * stride,
+            ];
+            let mids = [0, 1, 2, 3].map(|side| mids[side].map(|_| mid_index[side]));
+            let centre = corner + half * (stride + 1);
+            fan(centre, corners, mids, enabled_children, &mut walk.indices)
+        };
+        if drew {
             walk.push_drawn(square, corners);
         }
     }
@@ -599,7 +673,7 @@ impl AdaptiveLod<'_> {
         kind: VertexKind,
         across: (f32, (u16, u16)),
     ) -> u32 {
-        let (vertex, replaced) = self.listing(pos).unzip();
+        let (vertex, replaced) = self.grid_index(pos).unzip();
         let replaced = replaced.unwrap_or(false);
         walk.push_vertex(vertex, sample, ends, own_error, kind, across, replaced)
     }
@@ -607,9 +681,13 @@ impl AdaptiveLod<'_> {
     /// A position's index in the vertex buffer (`None` beyond it: a padding square's
     /// vertex), and whether local detail replaces the grid's own height there (so the
     /// vertex is listed among the morphs even where drawn at its sample).
+    /// (`None` for every position when the vertices are listed: nothing reads the grid
+    /// index then, and a tree past `u32` grid indices has none.)
     #[inline(always)]
-    fn listing(&self, pos: GridPos) -> Option<(u32, bool)> {
-        let inside = pos.col < self.vertices.stride && pos.row < self.vertices.rows;
+    fn grid_index(&self, pos: GridPos) -> Option<(u32, bool)> {
+        let inside = !self.adaptive.list_vertices
+            && pos.col < self.vertices.stride
+            && pos.row < self.vertices.rows;
         inside.then(|| {
             let replaced = self.fine.is_some_and(|f| f.replaced(pos));
             (self.vertices.index(pos), replaced)
@@ -633,7 +711,7 @@ impl AdaptiveLod<'_> {
     /// Records a drawn height other than the grid's own, for a vertex in the buffer: a
     /// morphed one, or with local detail one the grid's sample does not give.
     pub(super) fn push_morph(&self, out: &mut Emitted, pos: GridPos, sample: f32, height: f32) {
-        if let Some((vertex, replaced)) = self.listing(pos)
+        if let Some((vertex, replaced)) = self.grid_index(pos)
             && (height != sample || replaced)
         {
             out.morphs.push(MorphedHeight { vertex, height });

@@ -11,6 +11,7 @@ use crate::camera::Camera;
 use crate::heightfield::GridPos;
 use crate::heightfield::Samples;
 use crate::lod::MorphedHeight;
+use crate::mesh::GridMesh;
 use crate::test_support::lcg_values;
 use glam::Vec3;
 
@@ -122,7 +123,9 @@ fn check_invariants(lod: &AdaptiveLod<'_>) {
 fn triangles(lod: &mut AdaptiveLod<'_>, view: &View) -> Vec<u32> {
     match lod.select(view) {
         Selection::Triangles { indices, .. } => indices.to_vec(),
-        Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+        Selection::Patches { .. } | Selection::Listed { .. } => {
+            unreachable!("algorithm A draws triangles by grid index")
+        }
     }
 }
 
@@ -735,7 +738,9 @@ fn selections(lod: &mut AdaptiveLod<'_>, views: &[View]) -> Vec<(Vec<u32>, Vec<M
             Selection::Triangles {
                 indices, morphs, ..
             } => (indices.to_vec(), morphs.to_vec()),
-            Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+            Selection::Patches { .. } | Selection::Listed { .. } => {
+                unreachable!("algorithm A draws triangles by grid index")
+            }
         })
         .collect()
 }
@@ -870,7 +875,9 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
                 Selection::Triangles {
                     indices, morphs, ..
                 } => (indices.to_vec(), morphs.to_vec()),
-                Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+                Selection::Patches { .. } | Selection::Listed { .. } => {
+                    unreachable!("algorithm A draws triangles by grid index")
+                }
             };
             carried_visits += walker.stats().nodes_visited;
             let reuse = walker.render_reuse();
@@ -889,7 +896,9 @@ fn smooth_flights_skip_squares_and_equal_fresh_selections() {
                     assert_eq!(triangles, indices, "step {step}");
                     assert_eq!(morphs, fresh_morphs, "step {step}");
                 }
-                Selection::Patches { .. } => unreachable!("algorithm A draws triangles"),
+                Selection::Patches { .. } | Selection::Listed { .. } => {
+                    unreachable!("algorithm A draws triangles by grid index")
+                }
             }
             let mut fresh_boxes = Vec::new();
             fresh.drawn_boxes(&mut fresh_boxes);
@@ -1269,11 +1278,15 @@ fn bad_details_are_refused() {
         place((0.0, 0.0), 1.0 / 512.0),
         Err(DetailError::CellSize { .. })
     ));
+    // Past 32-bit grid indices: refused unless the vertices are listed.
     let big = Heightfield::new(4097, 4097, Samples::U16(vec![0; 4097 * 4097])).expect("valid");
+    let too_fine = Detail::new(&big, &detail, (0.0, 0.0), 1.0 / 32.0).expect("placed");
+    assert_eq!(too_fine.grid_vertices(), (131_072u64 + 1).pow(2));
     assert!(matches!(
-        Detail::new(&big, &detail, (0.0, 0.0), 1.0 / 32.0),
+        too_fine.check_indices(false),
         Err(DetailError::TooFine { .. })
     ));
+    assert!(too_fine.check_indices(true).is_ok());
     let other = stepped_field(17, 17, 1);
     let pyramid = Pyramid::build(&other);
     let options = AdaptiveOptions::default();
@@ -1331,20 +1344,11 @@ fn straddling_squares_of_a_finely_subdivided_terrain_do_not_overflow() {
         assert!(indices.iter().all(|&i| u64::from(i) < len));
         // The triangles tile the extent (a culled view draws part of it): none reaches
         // the padding beyond it, none overlaps another.
-        let area2: u64 = indices
-            .chunks_exact(3)
-            .map(|t| {
-                let [a, b, c] = [0, 1, 2].map(|j| vertices.position(t[j]));
-                let d = |p: GridPos, q: GridPos| {
-                    (
-                        i64::from(q.col) - i64::from(p.col),
-                        i64::from(q.row) - i64::from(p.row),
-                    )
-                };
-                let ((ux, uz), (vx, vz)) = (d(a, b), d(a, c));
-                (ux * vz - uz * vx).unsigned_abs()
-            })
-            .sum();
+        let area2 = doubled_area(
+            indices
+                .chunks_exact(3)
+                .map(|t| [0, 1, 2].map(|j| vertices.position(t[j]))),
+        );
         if view.cull() {
             assert!(area2 <= extent2, "view {i}: {area2} > {extent2}");
         } else {
@@ -1352,6 +1356,22 @@ fn straddling_squares_of_a_finely_subdivided_terrain_do_not_overflow() {
         }
     }
     check_invariants(&lod);
+}
+
+/// Twice the plan area of `triangles`, in grid positions (exact).
+fn doubled_area(triangles: impl Iterator<Item = [GridPos; 3]>) -> u64 {
+    let d = |p: GridPos, q: GridPos| {
+        (
+            i64::from(q.col) - i64::from(p.col),
+            i64::from(q.row) - i64::from(p.row),
+        )
+    };
+    triangles
+        .map(|[a, b, c]| {
+            let ((ux, uz), (vx, vz)) = (d(a, b), d(a, c));
+            (ux * vz - uz * vx).unsigned_abs()
+        })
+        .sum()
 }
 
 /// A detail whose tree does not fit is refused with a typed error, checked before the
@@ -1421,7 +1441,9 @@ fn the_parallel_render_is_the_serial_one() {
                 Selection::Triangles {
                     indices, morphs, ..
                 } => (indices.to_vec(), morphs.to_vec()),
-                Selection::Patches { .. } => unreachable!("adaptive draws triangles"),
+                Selection::Patches { .. } | Selection::Listed { .. } => {
+                    unreachable!("adaptive draws triangles by grid index")
+                }
             };
             let mut boxes = Vec::new();
             lod.drawn_boxes(&mut boxes);
@@ -1549,4 +1571,171 @@ fn pages_on_disk_release_what_pages_in_memory_do() {
         released = released.max(m.released);
     }
     assert!(released > 0);
+}
+
+/// A8 step 4: a listed selection (every vertex with its position and drawn height) draws
+/// exactly the mesh of the grid-indexed selection read against the terrain: the same
+/// triangles in the same order, every height the same to the bit, and a vertex listed
+/// twice (by the two squares of an edge, or by a subtree and the walk above it) at one
+/// height. State carried along a walk (recorded walks replayed), with and without
+/// morphing, a build tolerance, `f32` samples, local detail, pages in few frames, and the
+/// parallel render.
+#[test]
+fn listed_selections_draw_what_grid_selections_do() {
+    let detail_terrain = stepped_field(65, 65, 3);
+    let detail_field = stepped_field(9, 9, 7);
+    let cell = detail_terrain.mapping().cell_size / 4.0;
+    let detail =
+        Detail::new(&detail_terrain, &detail_field, (20.0, 24.0), cell).expect("on the terrain");
+    let cases: Vec<(&str, Heightfield, AdaptiveOptions, bool)> = vec![
+        (
+            "stepped 65",
+            stepped_field(65, 65, 1),
+            AdaptiveOptions::default(),
+            false,
+        ),
+        (
+            "rough 97 x 41, no morph",
+            rough_field(97, 41, 2),
+            AdaptiveOptions::default().with_morph(false),
+            false,
+        ),
+        (
+            "f32 40 x 23, T 60",
+            stepped_field_as(40, 23, 2, true),
+            AdaptiveOptions::default().with_build_tolerance(60.0),
+            false,
+        ),
+        (
+            "pages of 8 cells in 12 frames",
+            stepped_field(129, 129, 3),
+            AdaptiveOptions::default()
+                .with_page_cells(8)
+                .with_page_frames(12),
+            false,
+        ),
+        (
+            "detail",
+            detail_terrain.clone(),
+            AdaptiveOptions::default(),
+            true,
+        ),
+    ];
+    for (case, field, options, with_detail) in &cases {
+        let pyramid = Pyramid::build(field);
+        let build = |list: bool| {
+            let options = options.with_list_vertices(list);
+            if *with_detail {
+                AdaptiveLod::with_detail(field, &pyramid, LodOptions::default(), options, &detail)
+                    .expect("placed")
+            } else {
+                AdaptiveLod::with_options(field, &pyramid, LodOptions::default(), options)
+            }
+        };
+        let (mut grid, mut listed) = (build(false), build(true));
+        let (mut duplicated, mut distinct) = (0, 0);
+        for (step, view) in walk(field, 24).iter().enumerate() {
+            let expected = grid.select(view).to_mesh(field);
+            let selection = listed.select(view);
+            assert!(selection.listed_heights_agree(), "{case}, step {step}");
+            let Selection::Listed {
+                vertices, shift, ..
+            } = selection
+            else {
+                unreachable!("listed")
+            };
+            assert_eq!(shift, u32::from(*with_detail) * 2, "{case}");
+            duplicated += vertices.len();
+            let mesh = selection.to_mesh_as_carried().expect("carries its heights");
+            distinct += mesh.positions.len();
+            assert_eq!(mesh.triangles, expected.triangles, "{case}, step {step}");
+            assert_eq!(mesh.positions, expected.positions, "{case}, step {step}");
+            let bits = |m: &GridMesh| m.heights.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&mesh) == bits(&expected),
+                "{case}, step {step}: heights differ"
+            );
+            assert_eq!(listed.stats().triangles, grid.stats().triangles);
+        }
+        assert!(
+            distinct > 0 && duplicated < 3 * distinct,
+            "{case}: {duplicated} listed for {distinct}"
+        );
+    }
+    // Past `PARALLEL_SQUARES`: the subtrees walked in parallel list in order.
+    let field = rough_field(257, 257, 5);
+    let pyramid = Pyramid::build(&field);
+    let view = View::world_error(0.5).expect("valid");
+    let mut grid = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let options = AdaptiveOptions::default().with_list_vertices(true);
+    let mut listed = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let expected = grid.select(&view).to_mesh(&field);
+    assert!(grid.enabled_squares() >= super::render::PARALLEL_SQUARES);
+    let mesh = listed.select(&view).to_mesh_as_carried().expect("listed");
+    assert!(mesh == expected, "the parallel render lists another mesh");
+}
+
+/// A8 step 4 lifts the 32-bit limit of the grid: a detail at 256 positions a cell on a
+/// 513² terrain (131,073² positions, 17.2 G, far past `u32` indices) is refused for grid
+/// indices, and builds and draws with its vertices listed: the triangles tile the
+/// terrain's extent in fine positions (no gap, no overlap, nothing past it), vertices lie
+/// beyond any `u32` index, and a vertex listed twice is at one height.
+#[test]
+fn listed_vertices_reach_past_32_bit_grid_indices() {
+    let terrain = stepped_field(513, 513, 8);
+    let detail = stepped_field(5, 5, 9);
+    let k = detail::MAX_SHIFT;
+    let cell = terrain.mapping().cell_size / (1u32 << k) as f32;
+    let placed = Detail::new(&terrain, &detail, (60.0, 30.0), cell).expect("on it");
+    assert!(placed.grid_vertices() > u64::from(u32::MAX));
+    let pyramid = Pyramid::build(&terrain);
+    let build = |list: bool| {
+        let options = AdaptiveOptions::default().with_list_vertices(list);
+        AdaptiveLod::with_detail(&terrain, &pyramid, LodOptions::default(), options, &placed)
+    };
+    assert!(matches!(build(false), Err(DetailError::TooFine { .. })));
+    let mut lod = build(true).expect("listed vertices address any position");
+    // Over the detail, close enough for its finest squares.
+    let (eye, target) = (Vec3::new(60.0, 1500.0, 20.0), Vec3::new(60.0, 1000.0, 30.0));
+    let views = [
+        View::world_error(1e-3).expect("valid"),
+        View::screen(camera(eye, target), 0.01)
+            .expect("valid")
+            .with_cull(false),
+    ];
+    let extent2 = 2 * (512u64 << k).pow(2);
+    for (i, view) in views.iter().enumerate() {
+        let selection = lod.select(view);
+        assert!(selection.listed_heights_agree(), "view {i}");
+        let Selection::Listed {
+            vertices,
+            indices,
+            shift,
+        } = selection
+        else {
+            unreachable!("listed")
+        };
+        assert_eq!(shift, k);
+        let index = |p: GridPos| u64::from(p.row) * ((512u64 << k) + 1) + u64::from(p.col);
+        assert!(
+            vertices.iter().any(|v| index(v.pos) > u64::from(u32::MAX)),
+            "view {i}"
+        );
+        let area2 = doubled_area(
+            indices
+                .chunks_exact(3)
+                .map(|t| [0, 1, 2].map(|j| vertices[t[j] as usize].pos)),
+        );
+        assert_eq!(area2, extent2, "view {i}");
+        // The detail's own samples are drawn where its finest squares are.
+        let finest = vertices
+            .iter()
+            .filter(|v| v.pos.col % (1 << k) != 0 || v.pos.row % (1 << k) != 0)
+            .count();
+        assert!(
+            finest > 0,
+            "view {i}: nothing finer than the terrain's samples"
+        );
+    }
+    check_invariants(&lod);
 }

@@ -780,11 +780,11 @@ mod tests {
         let screen = View::screen(camera, 0.5).expect("valid");
         let lazy_indices = match lazy.select(&screen) {
             Selection::Triangles { indices, .. } => indices.to_vec(),
-            Selection::Patches { .. } => panic!("triangles"),
+            Selection::Patches { .. } | Selection::Listed { .. } => panic!("triangles"),
         };
         let eager_indices = match eager.select(&screen) {
             Selection::Triangles { indices, .. } => indices.to_vec(),
-            Selection::Patches { .. } => panic!("triangles"),
+            Selection::Patches { .. } | Selection::Listed { .. } => panic!("triangles"),
         };
         assert_eq!(lazy_indices, eager_indices);
         assert_eq!(lazy.state_bytes(), eager.state_bytes());

@@ -129,7 +129,7 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
             let mesh = match oracle {
                 Oracle::Whole(field) => selection.to_mesh(field),
                 Oracle::Windowed => selection
-                    .to_mesh_from_pool()
+                    .to_mesh_as_carried()
                     .context("a streamed selection draws from its pool")?,
             };
             if measure {

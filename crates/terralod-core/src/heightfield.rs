@@ -302,6 +302,41 @@ impl Heightfield {
         Ok(self)
     }
 
+    /// Every `2^level`-th sample in both directions, as level `level` of `terralod import`'s
+    /// pyramid keeps them (docs/TILES.md): sample `(i, j)` is `(min(i · 2^level, W − 1),
+    /// min(j · 2^level, H − 1))`, `⌈(W − 1) / 2^level⌉ + 1` by `⌈(H − 1) / 2^level⌉ + 1`,
+    /// cells `2^level` times as wide, heights as they are. A coarse stand-in for what needs
+    /// the terrain's shape only (the renderer's normals of a terrain larger than a texture).
+    pub fn decimated(&self, level: u32) -> Heightfield {
+        let level = level.min(31);
+        let step = 1u64 << level;
+        let side = |n: u32| ((u64::from(n) - 1).div_ceil(step) + 1) as u32;
+        let (width, height) = (side(self.width), side(self.height));
+        let at = |i: u32, last: u32| (u64::from(i) * step).min(u64::from(last - 1)) as usize;
+        let positions = move |w: usize| {
+            (0..height).flat_map(move |j| {
+                let row = at(j, self.height) * w;
+                (0..width).map(move |i| row + at(i, self.width))
+            })
+        };
+        let w = self.width as usize;
+        let samples = match &self.samples {
+            Samples::U16(v) => Samples::U16(positions(w).map(|k| v[k]).collect()),
+            Samples::I16(v) => Samples::I16(positions(w).map(|k| v[k]).collect()),
+            Samples::F32(v) => Samples::F32(positions(w).map(|k| v[k]).collect()),
+        };
+        Heightfield {
+            width,
+            height,
+            samples,
+            mapping: WorldMapping {
+                cell_size: self.mapping.cell_size * step as f32,
+                ..self.mapping
+            },
+            nodata_filled: 0,
+        }
+    }
+
     /// Checks that `mapping` is valid and keeps every world coordinate of this grid finite.
     /// The mapping is affine, so the extreme raw values and the far corner decide.
     pub fn check_mapping(&self, mapping: &WorldMapping) -> Result<(), HeightfieldError> {
@@ -533,6 +568,31 @@ mod tests {
         );
         assert_eq!(field.world_range(), (100.0, 102.5));
         assert_eq!(field.world_size(), (20.0, 10.0));
+    }
+
+    /// Decimation keeps the import's level samples: every other one, the last row and
+    /// column repeated where the step passes them, cells twice as wide.
+    #[test]
+    fn decimation_keeps_every_other_sample_and_the_border() {
+        let values: Vec<u16> = (0..20).collect();
+        let field = Heightfield::new(5, 4, Samples::U16(values))
+            .unwrap()
+            .with_mapping(WorldMapping {
+                cell_size: 3.0,
+                height_scale: 2.0,
+                height_offset: 1.0,
+            })
+            .unwrap();
+        let half = field.decimated(1);
+        assert_eq!((half.width(), half.height()), (3, 3));
+        let raw: Vec<f32> = (0..9).map(|i| half.raw(i % 3, i / 3)).collect();
+        assert_eq!(raw, [0.0, 2.0, 4.0, 10.0, 12.0, 14.0, 15.0, 17.0, 19.0]);
+        assert_eq!(half.mapping().cell_size, 6.0);
+        assert_eq!(half.mapping().height_scale, 2.0);
+        assert_eq!(field.decimated(0), field);
+        let point = field.decimated(3);
+        assert_eq!((point.width(), point.height()), (2, 2));
+        assert_eq!(point.raw(1, 1), 19.0);
     }
 
     #[test]

@@ -117,6 +117,18 @@ impl GpuContext {
         }
     }
 
+    /// The largest side of the terrain's textures: the device's limit, or less when the
+    /// environment variable `TERRALOD_MAX_TEXTURE_SIDE` says so (to exercise terrains
+    /// larger than a texture on small data; values below 2 are ignored).
+    pub fn max_texture_side(&self) -> u32 {
+        let device = self.device.limits().max_texture_dimension_2d;
+        std::env::var("TERRALOD_MAX_TEXTURE_SIDE")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&side| side >= 2)
+            .map_or(device, |side| side.min(device))
+    }
+
     /// Waits until the GPU has finished everything submitted; reports any GPU error
     /// raised since the last check.
     pub fn wait_idle(&self) -> Result<(), RenderError> {

@@ -46,6 +46,17 @@ pub enum RenderError {
     },
     #[error("reading the frame back failed: {0}")]
     Readback(String),
+    #[error(
+        "the terrain of {width} x {height} samples is larger than the GPU's largest texture \
+         ({max_side} a side): only a selection that carries its heights can be drawn (algorithm \
+         adaptive, whose vertices are then listed, or a streaming algorithm over the terrain \
+         imported with `terralod import`)"
+    )]
+    NeedsCarriedHeights {
+        width: u32,
+        height: u32,
+        max_side: u32,
+    },
 }
 
 /// Draws one frame of `selection` into `target` and reads it back.
@@ -57,7 +68,7 @@ pub fn render_to_image(
     settings: &FrameSettings,
     lines: &DebugLines,
 ) -> Result<image::RgbaImage, RenderError> {
-    renderer.prepare(ctx, selection, settings, lines);
+    renderer.prepare(ctx, selection, settings, lines)?;
     let mut encoder = ctx
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {

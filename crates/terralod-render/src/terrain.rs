@@ -77,6 +77,8 @@ struct FrameUniforms {
     /// x: vertices of all pool slots; y: vertices per slot; z: the grid's subdivision
     /// (`GridVertices::shift`, local detail).
     slots: [u32; 4],
+    /// xy: the data's extent in texture cells.
+    extent: [f32; 4],
 }
 
 const WIREFRAME: u32 = 1;
@@ -185,6 +187,14 @@ pub struct TerrainRenderer {
     /// Wireframe or LOD colours: the pulled vertex path.
     pulled: bool,
     data_size: (u32, u32),
+    /// The data's extent in texture cells (`data_size − 1` unless decimated).
+    extent: (f32, f32),
+    /// The textures hold every `2^decimation`-th sample: the terrain is larger than the
+    /// GPU's largest texture, and only selections that carry their heights are drawn.
+    decimation: u32,
+    /// Size of the terrain the textures stand for, and the largest texture side.
+    terrain_size: (u32, u32),
+    max_side: u32,
     cell_size: f32,
     world_range: (f32, f32),
     world_diagonal: f32,
@@ -194,23 +204,48 @@ pub struct TerrainRenderer {
 impl TerrainRenderer {
     /// Uploads `field` (heights and full-resolution normals) and an optional colour
     /// texture laid over the data's extent, and builds the pipelines for `target_format`.
+    ///
+    /// A terrain larger than the GPU's largest texture is uploaded decimated (every
+    /// `2^k`-th sample, the least `k` that fits): its normals are then the coarser grid's,
+    /// and only selections that carry their heights (listed vertices, a pool's slots) can
+    /// be drawn ([`TerrainRenderer::draws_grid_selections`]).
     pub fn new(
         ctx: &GpuContext,
         field: &Heightfield,
         colour_texture: Option<&image::RgbaImage>,
         target_format: wgpu::TextureFormat,
     ) -> Result<TerrainRenderer, RenderError> {
+        let max_side = ctx.max_texture_side();
+        Self::with_texture_side(ctx, field, colour_texture, target_format, max_side)
+    }
+
+    /// [`TerrainRenderer::new`] with textures of at most `max_side` a side (at most the
+    /// device's: tests of terrains larger than a texture on small data).
+    pub fn with_texture_side(
+        ctx: &GpuContext,
+        field: &Heightfield,
+        colour_texture: Option<&image::RgbaImage>,
+        target_format: wgpu::TextureFormat,
+        max_side: u32,
+    ) -> Result<TerrainRenderer, RenderError> {
         let device = &ctx.device;
-        let max_side = device.limits().max_texture_dimension_2d;
+        let max_side = max_side
+            .min(device.limits().max_texture_dimension_2d)
+            .max(2);
+        let terrain_size = (field.width(), field.height());
+        let decimation = (0..31)
+            .find(|&k| {
+                let side = |n: u32| (u64::from(n) - 1).div_ceil(1 << k) + 1;
+                side(terrain_size.0).max(side(terrain_size.1)) <= u64::from(max_side)
+            })
+            .unwrap_or(31);
+        let decimated = (decimation > 0).then(|| field.decimated(decimation));
+        let extent = (
+            (terrain_size.0 - 1) as f32 / (1u64 << decimation) as f32,
+            (terrain_size.1 - 1) as f32 / (1u64 << decimation) as f32,
+        );
+        let field = decimated.as_ref().unwrap_or(field);
         let (width, height) = (field.width(), field.height());
-        if width > max_side || height > max_side {
-            return Err(RenderError::TooLarge {
-                what: "terrain".into(),
-                width,
-                height,
-                max_side,
-            });
-        }
         let world_heights = normals::world_heights(field);
         let heights = upload_texture(
             ctx,
@@ -324,6 +359,10 @@ impl TerrainRenderer {
             draw: DrawList::Nothing,
             pulled: false,
             data_size: (width, height),
+            extent,
+            decimation,
+            terrain_size,
+            max_side,
             cell_size: field.mapping().cell_size,
             world_range: (lo, hi),
             world_diagonal: Vec3::new(w, hi - lo, d).length(),
@@ -336,13 +375,31 @@ impl TerrainRenderer {
 
     /// Uploads what `selection` draws and the frame's uniforms and debug lines. Static
     /// data is not touched; buffers are reused and only grow.
+    ///
+    /// Over decimated textures ([`TerrainRenderer::draws_grid_selections`] false) a
+    /// selection that reads its heights from the grid is refused
+    /// ([`RenderError::NeedsCarriedHeights`]) and nothing is drawn.
     pub fn prepare(
         &mut self,
         ctx: &GpuContext,
         selection: &Selection<'_>,
         settings: &FrameSettings,
         lines: &DebugLines,
-    ) {
+    ) -> Result<(), RenderError> {
+        let carries_heights = match selection {
+            Selection::Listed { .. } => true,
+            Selection::Patches { pool, morph, .. } => pool.is_some() && morph.is_none(),
+            Selection::Triangles { .. } => false,
+        };
+        if !(carries_heights || self.draws_grid_selections()) {
+            self.draw = DrawList::Nothing;
+            self.line_vertices = 0;
+            return Err(RenderError::NeedsCarriedHeights {
+                width: self.terrain_size.0,
+                height: self.terrain_size.1,
+                max_side: self.max_side,
+            });
+        }
         let queue = &ctx.queue;
         let device = &ctx.device;
         let mut bytes = 0u64;
@@ -415,7 +472,9 @@ impl TerrainRenderer {
                 self.draw = DrawList::Triangles {
                     index_count: indices.len() as u32,
                 };
-                ((0, 0, shift), 0, 0)
+                // Positions on the grid subdivided `2^shift` times, of the textures'
+                // (decimated) cells.
+                ((0, 0, shift + self.decimation), 0, 0)
             }
             Selection::Patches {
                 vertices,
@@ -497,6 +556,14 @@ impl TerrainRenderer {
             slots_last_frame: slot_upload.slots,
             slot_bytes_last_frame: slot_upload.bytes,
         };
+        Ok(())
+    }
+
+    /// Whether selections that read heights from the terrain's grid (grid-indexed
+    /// triangles, patches not drawn from a pool) can be drawn: false when the terrain is
+    /// larger than the GPU's largest texture and its textures are decimated.
+    pub fn draws_grid_selections(&self) -> bool {
+        self.decimation == 0
     }
 
     /// Uploads the shared patch index buffers when they differ from what is resident
@@ -655,6 +722,7 @@ impl TerrainRenderer {
                 grid.2,
                 0,
             ],
+            extent: [self.extent.0, self.extent.1, 0.0, 0.0],
         }
     }
 

@@ -113,7 +113,7 @@ pub fn timed_frame(
     lines: &DebugLines,
 ) -> Result<FrameTiming, RenderError> {
     let start = Instant::now();
-    renderer.prepare(ctx, selection, settings, lines);
+    renderer.prepare(ctx, selection, settings, lines)?;
     let mut encoder = ctx
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {

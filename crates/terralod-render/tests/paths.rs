@@ -11,7 +11,7 @@ use terralod_core::lod::{
     LodAlgorithm, LodOptions, MorphedHeight, PatchInstance, Selection, View, sample_height,
 };
 use terralod_core::{Containment, GridPos, Heightfield, Pyramid};
-use terralod_render::{COLOUR_FORMAT, DebugLines, FrameSettings, TerrainRenderer};
+use terralod_render::{COLOUR_FORMAT, DebugLines, FrameSettings, RenderError, TerrainRenderer};
 
 const PATCH_SIDE: u32 = 16;
 
@@ -357,6 +357,73 @@ fn a_listed_selection_draws_what_its_grid_selection_does() {
     );
 }
 
+/// A terrain larger than the GPU's largest texture (here a limit of 128 for 257 × 257
+/// samples: textures of every 4th sample) draws a listed selection where the full-size
+/// textures draw it (the geometry is the selection's; only the normals and colours come
+/// from the coarser grid), and refuses a grid-indexed one in a typed error.
+#[test]
+fn a_terrain_larger_than_a_texture_draws_listed_selections() {
+    let Some(ctx) = gpu_or_skip("a_terrain_larger_than_a_texture_draws_listed_selections") else {
+        return;
+    };
+    let field = terrain();
+    let pyramid = Pyramid::build(&field);
+    let camera = overview_camera(&field);
+    let view = View::screen(camera, 1.0).unwrap();
+    let options = AdaptiveOptions::default().with_list_vertices(true);
+    let mut listed = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let selection = listed.select(&view);
+    let mut full = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    let mut small =
+        TerrainRenderer::with_texture_side(&ctx, &field, None, COLOUR_FORMAT, 128).unwrap();
+    assert!(full.draws_grid_selections() && !small.draws_grid_selections());
+    let settings = FrameSettings::new(camera);
+    let a = draw(&ctx, &mut full, &selection, &settings);
+    let b = draw(&ctx, &mut small, &selection, &settings);
+    let (d, _) = diff(&a, &b);
+    // Shading from normals of every 4th sample: 1.5 levels of 255 on average, 0.17 % of
+    // the pixels off by more than 24 levels (wgpu 30 on llvmpipe).
+    assert!(
+        d.differing_share < 0.01 && d.mean_abs < 3.0,
+        "the decimated textures draw another terrain: {d:?}"
+    );
+    // Drawn at the wrong place (positions read as 4 times finer), it shows.
+    let Selection::Listed {
+        vertices,
+        indices,
+        shift,
+    } = selection
+    else {
+        panic!("listed");
+    };
+    let misplaced = Selection::Listed {
+        vertices,
+        indices,
+        shift: shift + 2,
+    };
+    let c = draw(&ctx, &mut small, &misplaced, &settings);
+    let (d, _) = diff(&a, &c);
+    assert!(
+        d.differing_share > 0.1,
+        "misplaced vertices left no trace: {d:?}"
+    );
+    let mut grid = AdaptiveLod::new(&field, &pyramid, LodOptions::default());
+    let error = small
+        .prepare(&ctx, &grid.select(&view), &settings, &DebugLines::new())
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            RenderError::NeedsCarriedHeights {
+                width: 257,
+                height: 257,
+                max_side: 128
+            }
+        ),
+        "{error}"
+    );
+}
+
 #[test]
 fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     let Some(ctx) = gpu_or_skip("a_warmed_up_frame_creates_no_buffer") else {
@@ -368,13 +435,17 @@ fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     let mut renderer = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     let settings = FrameSettings::new(overview_camera(&field));
     let lines = DebugLines::new();
-    let uniforms = 288;
+    let uniforms = 304;
     // Origin, step, frustum, pool slot and level: six words per instance.
     let instance_bytes = 24;
 
-    renderer.prepare(&ctx, &triangles, &settings, &lines);
+    renderer
+        .prepare(&ctx, &triangles, &settings, &lines)
+        .unwrap();
     let warm = renderer.upload_stats();
-    renderer.prepare(&ctx, &triangles, &settings, &lines);
+    renderer
+        .prepare(&ctx, &triangles, &settings, &lines)
+        .unwrap();
     let next = renderer.upload_stats();
     assert_eq!(next.buffers_created, warm.buffers_created);
     assert_eq!(
@@ -383,9 +454,9 @@ fn a_warmed_up_frame_creates_no_buffer_and_uploads_only_the_selection() {
     );
 
     // Patches: the shared index buffers go up once; later frames send instances only.
-    renderer.prepare(&ctx, &patches, &settings, &lines);
+    renderer.prepare(&ctx, &patches, &settings, &lines).unwrap();
     let first = renderer.upload_stats();
-    renderer.prepare(&ctx, &patches, &settings, &lines);
+    renderer.prepare(&ctx, &patches, &settings, &lines).unwrap();
     let second = renderer.upload_stats();
     assert_eq!(second.buffers_created, first.buffers_created);
     assert_eq!(

@@ -194,7 +194,7 @@ fn a_camera_walk_uploads_only_refilled_slots_and_creates_no_buffer() {
             low_camera(&field, k as f32 / frames as f32)
         }
     };
-    let uniforms = 288u64;
+    let uniforms = 304u64;
     let mut created_after_warm_up = None;
     let (mut splits, mut merges, mut uploaded) = (0, 0, 0);
     for pass in 0..2 {
@@ -218,12 +218,14 @@ fn a_camera_walk_uploads_only_refilled_slots_and_creates_no_buffer() {
                 .count() as u64;
             let slot_bytes = u64::from(pool.vertices_per_slot()) * SLOT_VERTEX_BYTES;
             let instance_count = instances.len() as u64;
-            renderer.prepare(
-                &ctx,
-                &selection,
-                &FrameSettings::new(overview_camera(&field)),
-                &lines,
-            );
+            renderer
+                .prepare(
+                    &ctx,
+                    &selection,
+                    &FrameSettings::new(overview_camera(&field)),
+                    &lines,
+                )
+                .unwrap();
             let stats = renderer.upload_stats();
             let patch = *lod.patch_stats();
             assert!(refilled <= u64::from(patch.fills));

@@ -418,3 +418,59 @@ fn a_texture_that_is_no_regular_file_is_refused() {
         assert!(!out.exists());
     }
 }
+
+/// A terrain larger than the GPU's largest texture (the built-in 1025² terrain under a
+/// limit of 512, set through `TERRALOD_MAX_TEXTURE_SIDE`): adaptive lists its vertices
+/// and draws the picture it draws with full textures (normals from every other sample),
+/// saying so on stderr; quadtree, which reads heights from the grid, is refused in one
+/// line naming what draws, and nothing is written.
+#[test]
+fn a_terrain_larger_than_a_texture_renders_with_listed_vertices() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name).display().to_string();
+    let (full, small, refused) = (out("full.png"), out("small.png"), out("refused.png"));
+    let args = |algo: &'static str, png: &str| {
+        ["render", "--algo", algo, "--size", "320x180", "--out", png].map(String::from)
+    };
+    let run = |args: &[String], limit: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_terralod"));
+        command.args(args);
+        if let Some(limit) = limit {
+            command.env("TERRALOD_MAX_TEXTURE_SIDE", limit);
+        }
+        command.output().expect("the terralod binary runs")
+    };
+    let Some(_) = render_ok(
+        "larger than a texture",
+        &args("adaptive", &full)
+            .iter()
+            .skip(1)
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    ) else {
+        return;
+    };
+    let output = run(&args("adaptive", &small), Some("512"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("adaptive lists its vertices"), "{stderr}");
+    let (a, b) = (mean_rgb(Path::new(&full)), mean_rgb(Path::new(&small)));
+    assert!(
+        (0..3).all(|c| (a[c] - b[c]).abs() < 2.0),
+        "full textures {a:?}, decimated {b:?}"
+    );
+    let output = run(&args("quadtree", &refused), Some("512"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.contains("XDG_RUNTIME_DIR"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("larger than this GPU's largest texture")
+            && lines[0].contains("--algo adaptive"),
+        "{stderr}"
+    );
+    assert!(!Path::new(&refused).exists());
+}

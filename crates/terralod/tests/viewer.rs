@@ -37,6 +37,11 @@ fn has_display() -> bool {
 /// Runs the viewer with `args`, directly on a display or under `xvfb-run -a`; `None`
 /// (skipped) when neither is available.
 fn run_viewer(args: &[&str]) -> Option<Output> {
+    run_viewer_with(args, &[])
+}
+
+/// [`run_viewer`] with environment variables `vars` set.
+fn run_viewer_with(args: &[&str], vars: &[(&str, &str)]) -> Option<Output> {
     let binary = env!("CARGO_BIN_EXE_terralod");
     let mut command = if has_display() {
         Command::new(binary)
@@ -50,6 +55,7 @@ fn run_viewer(args: &[&str]) -> Option<Output> {
     };
     let mut child = command
         .args(args)
+        .envs(vars.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -336,4 +342,55 @@ fn the_viewer_streams_an_imported_directory() {
     let all = 320 * 240;
     assert!(sky > all / 20, "sky in {sky} of {all} pixels");
     assert!(other > all / 5, "terrain in {other} of {all} pixels");
+}
+
+/// A terrain larger than the GPU's largest texture (257² under a limit of 128): the
+/// viewer draws adaptive with its vertices listed, and refuses quadtree in one line.
+#[test]
+fn the_viewer_draws_a_terrain_larger_than_a_texture() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let terrain = terrain(dir.path());
+    let limit = [("TERRALOD_MAX_TEXTURE_SIDE", "128")];
+    let args = |algo| {
+        [
+            "view",
+            &terrain,
+            "--raw-size",
+            "257x257",
+            "--cell-size",
+            "30",
+            "--algo",
+            algo,
+            "--frames",
+            "3",
+            "--size",
+            "320x240",
+        ]
+        .map(String::from)
+    };
+    let adaptive = args("adaptive");
+    let adaptive: Vec<&str> = adaptive.iter().map(String::as_str).collect();
+    let Some(output) = run_viewer_with(&adaptive, &limit) else {
+        return;
+    };
+    let Some(summary) = summary(&output) else {
+        return;
+    };
+    assert!(
+        summary["triangles"].as_u64().is_some_and(|t| t > 100),
+        "{summary}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("adaptive lists its vertices"), "{stderr}");
+    let quadtree = args("quadtree");
+    let quadtree: Vec<&str> = quadtree.iter().map(String::as_str).collect();
+    let Some(output) = run_viewer_with(&quadtree, &limit) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("larger than this GPU's largest texture"),
+        "{stderr}"
+    );
 }

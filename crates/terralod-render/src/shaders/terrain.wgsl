@@ -46,6 +46,9 @@ struct Frame {
     // x: vertices of all pool slots (n); y: vertices per slot; z: the grid's subdivision
     // shift k (local detail: grid position / 2^k is the sample, the cell 1 / 2^k of it).
     slots: vec4<u32>,
+    // xy: the data's extent in cells of the textures (their size − 1, less where the
+    // textures are a decimated terrain's whose last step passes its border).
+    extent: vec4<f32>,
 }
 
 struct PatchInstance {
@@ -339,7 +342,7 @@ fn fs_terrain(in: TerrainOut) -> @location(0) vec4<f32> {
     // Ground past the data's last column or row is padding some algorithms draw (their
     // 2^k + 1 squares repeat the border samples): not the terrain, so not shown, as
     // `terralod mesh` leaves it out.
-    if any(grid > size - 1.0 + 1e-3) {
+    if any(grid > frame.extent.xy + 1e-3) {
         discard;
     }
     // Normals per sample at full resolution: shading does not change when the mesh does.

@@ -13,7 +13,8 @@ use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use terralod_core::lod::LodAlgorithm;
+use terralod_core::Heightfield;
+use terralod_core::lod::{LodAlgorithm, LodOptions};
 use terralod_core::{Pyramid, io};
 use terralod_render::{
     DebugLines, FrameSettings, GpuContext, GpuTimer, OffscreenTarget, TerrainRenderer,
@@ -45,6 +46,46 @@ pub struct RenderArgs {
 
 /// The algorithms whose selection is patches, each placed against the LOD frustum.
 const DRAWS_PATCHES: [&str; 4] = ["chunked", "patches", "streamed", "streamed-quadtree"];
+
+/// The algorithms whose selections carry their heights (a pool's slots; adaptive when it
+/// lists its vertices), so a renderer whose textures are decimated draws them.
+pub const CARRY_HEIGHTS: [&str; 4] = ["adaptive", "patches", "streamed", "streamed-quadtree"];
+
+/// The options of algorithm `name` over a renderer that may hold the terrain's textures
+/// decimated (a terrain larger than the GPU's largest texture): algorithm A then lists
+/// its vertices (said on stderr); an algorithm whose selection reads the grid's heights
+/// cannot be drawn and is refused before anything is built.
+pub fn carried_heights_options(
+    renderer: &TerrainRenderer,
+    name: &str,
+    options: LodOptions,
+    field: &Heightfield,
+) -> anyhow::Result<LodOptions> {
+    if renderer.draws_grid_selections()
+        || (name != "adaptive" && CARRY_HEIGHTS.contains(&name))
+        || options.adaptive.list_vertices
+    {
+        return Ok(options);
+    }
+    if name != "adaptive" {
+        bail!(
+            "the terrain of {} x {} samples is larger than this GPU's largest texture: {name} \
+             draws from the terrain's grid; use --algo adaptive (it then lists its vertices), \
+             patches, streamed or streamed-quadtree (their pools carry the heights), or import \
+             the terrain (terralod import) and stream it",
+            field.width(),
+            field.height()
+        );
+    }
+    eprintln!(
+        "the terrain of {} x {} samples is larger than this GPU's largest texture: adaptive \
+         lists its vertices (--list-vertices), and the normals come from a coarser grid",
+        field.width(),
+        field.height()
+    );
+    let adaptive = options.adaptive.with_list_vertices(true);
+    Ok(options.with_adaptive(adaptive))
+}
 
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let entry = args.lod.only_entry()?;
@@ -96,6 +137,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let target = OffscreenTarget::new(&ctx, camera.viewport)?;
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
 
+    let options = carried_heights_options(&renderer, entry.name, args.lod.options(), field)?;
     let pyramid = Pyramid::build(field);
     let mut algorithm: Box<dyn LodAlgorithm + '_> = match streamed {
         Some(terrain) => {
@@ -104,7 +146,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             settle(&mut algorithm, &view, SETTLE_LIMIT)?;
             Box::new(algorithm)
         }
-        None => build_algorithm(entry, field, &pyramid, &args.lod.options(), detail.as_ref())?,
+        None => build_algorithm(entry, field, &pyramid, &options, detail.as_ref())?,
     };
     // The first frame grows the buffers (and waits for the pages the view asks for); the
     // next is the steady-state selection drawn.

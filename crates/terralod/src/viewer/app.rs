@@ -328,9 +328,43 @@ impl<'a> App<'a> {
         Ok(view)
     }
 
+    /// Over a terrain larger than the GPU's largest texture: algorithm A lists its
+    /// vertices from now on (rebuilt if it runs), and any other algorithm that draws from
+    /// the grid is refused (see `commands::render::carried_heights_options`).
+    fn fit_renderer(&mut self, renderer: &TerrainRenderer) -> anyhow::Result<()> {
+        let name = self.algorithm.name();
+        let options = crate::commands::render::carried_heights_options(
+            renderer,
+            name,
+            self.config.options,
+            self.config.field,
+        )?;
+        if options.adaptive.list_vertices != self.config.options.adaptive.list_vertices {
+            self.config.options = options;
+            self.algorithm = build_algorithm(&self.config, self.built)?;
+        }
+        Ok(())
+    }
+
     /// Rebuilds the algorithm when the controls chose another one.
     fn sync_algorithm(&mut self, event_loop: &ActiveEventLoop) {
         let wanted = self.controls.algorithm();
+        let grid_drawn = self
+            .gpu
+            .as_ref()
+            .is_none_or(|gpu| gpu.renderer.draws_grid_selections());
+        let carries = crate::commands::render::CARRY_HEIGHTS.contains(&REGISTRY[wanted].name);
+        if wanted != self.built && !grid_drawn && !carries {
+            // Only a selection that carries its heights is drawn here: stay.
+            eprintln!(
+                "{} draws from the terrain's grid, which is larger than this GPU's largest \
+                 texture: staying on {}",
+                REGISTRY[wanted].name,
+                self.algorithm.name()
+            );
+            self.controls.set_algorithm(self.built);
+            return;
+        }
         if wanted != self.built {
             match build_algorithm(&self.config, wanted) {
                 Ok(algorithm) => {
@@ -408,7 +442,7 @@ impl<'a> App<'a> {
         {
             let selection = self.algorithm.select(&view);
             gpu.renderer
-                .prepare(&gpu.ctx, &selection, &settings, &self.lines);
+                .prepare(&gpu.ctx, &selection, &settings, &self.lines)?;
         }
         self.stats = *self.algorithm.stats();
         crate::lod_args::report_faults(&mut *self.algorithm);
@@ -608,7 +642,10 @@ impl ApplicationHandler for App<'_> {
         if self.gpu.is_some() {
             return;
         }
-        match self.create_gpu(event_loop) {
+        match self
+            .create_gpu(event_loop)
+            .and_then(|gpu| self.fit_renderer(&gpu.renderer).map(|()| gpu))
+        {
             Ok(gpu) => {
                 gpu.window.request_redraw();
                 self.gpu = Some(gpu);

@@ -63,7 +63,9 @@ fn pool_uploads_along_the_default_path() {
         .expect("a valid camera");
         let selection = lod.select(&View::screen(camera, 1.0).unwrap());
         let started = Instant::now();
-        renderer.prepare(&ctx, &selection, &FrameSettings::new(camera), &lines);
+        renderer
+            .prepare(&ctx, &selection, &FrameSettings::new(camera), &lines)
+            .expect("the renderer draws a pool's selection");
         ctx.queue.submit(None);
         ctx.wait_idle().expect("the GPU copies the slots");
         let elapsed = started.elapsed().as_secs_f64() * 1e3;

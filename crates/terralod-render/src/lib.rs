@@ -48,9 +48,9 @@ pub enum RenderError {
     Readback(String),
     #[error(
         "the terrain of {width} x {height} samples is larger than the GPU's largest texture \
-         ({max_side} a side): only a selection that carries its heights can be drawn (algorithm \
-         adaptive, whose vertices are then listed, or a streaming algorithm over the terrain \
-         imported with `terralod import`)"
+         ({max_side} a side): only a selection that carries its heights can be drawn \
+         (algorithm adaptive with --list-vertices, or patches, streamed or streamed-quadtree \
+         with a pool that fits one storage binding)"
     )]
     NeedsCarriedHeights {
         width: u32,

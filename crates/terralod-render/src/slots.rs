@@ -77,21 +77,27 @@ impl GpuSlots {
     /// whose fill generation differs from the uploaded one, a run of consecutive slots
     /// in one write per array. `None` when the pool does not fit one storage binding
     /// (the caller draws from the height texture instead).
+    /// Whether `pool` fits in one storage binding of `device` (else [`GpuSlots::sync`]
+    /// leaves it out and its patches are drawn from the grid).
+    pub fn fits(device: &wgpu::Device, pool: &PatchPool) -> bool {
+        let size = Self::bytes_for(pool);
+        let limits = device.limits();
+        size <= limits.max_storage_buffer_binding_size
+            && size <= limits.max_buffer_size
+            && u64::from(pool.capacity()) * u64::from(pool.vertices_per_slot()) * 5
+                <= u64::from(u32::MAX)
+    }
+
     pub fn sync(
         &mut self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         pool: &PatchPool,
     ) -> Option<SlotUpload> {
-        let size = Self::bytes_for(pool);
-        let limits = device.limits();
-        if size > limits.max_storage_buffer_binding_size
-            || size > limits.max_buffer_size
-            || u64::from(pool.capacity()) * u64::from(pool.vertices_per_slot()) * 5
-                > u64::from(u32::MAX)
-        {
+        if !Self::fits(device, pool) {
             return None;
         }
+        let size = Self::bytes_for(pool);
         let mut upload = SlotUpload::default();
         if self.pool_id != pool.id() {
             if self.capacity != pool.capacity()

@@ -377,8 +377,10 @@ impl TerrainRenderer {
     /// data is not touched; buffers are reused and only grow.
     ///
     /// Over decimated textures ([`TerrainRenderer::draws_grid_selections`] false) a
-    /// selection that reads its heights from the grid is refused
-    /// ([`RenderError::NeedsCarriedHeights`]) and nothing is drawn.
+    /// selection that reads its heights from the grid (grid-indexed triangles, patches
+    /// without a pool or whose pool does not fit one storage binding) is refused
+    /// ([`RenderError::NeedsCarriedHeights`]): nothing is uploaded, and a `draw` draws no
+    /// terrain and no lines (the sky with the last frame's uniforms).
     pub fn prepare(
         &mut self,
         ctx: &GpuContext,
@@ -388,8 +390,12 @@ impl TerrainRenderer {
     ) -> Result<(), RenderError> {
         let carries_heights = match selection {
             Selection::Listed { .. } => true,
-            Selection::Patches { pool, morph, .. } => pool.is_some() && morph.is_none(),
-            Selection::Triangles { .. } => false,
+            Selection::Patches {
+                pool: Some(pool),
+                morph: None,
+                ..
+            } => GpuSlots::fits(&ctx.device, pool),
+            Selection::Patches { .. } | Selection::Triangles { .. } => false,
         };
         if !(carries_heights || self.draws_grid_selections()) {
             self.draw = DrawList::Nothing;

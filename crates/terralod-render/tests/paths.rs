@@ -5,12 +5,13 @@
 
 mod common;
 
-use common::{diff, draw, gpu_or_skip, overview_camera, terrain};
+use common::{SIZE, diff, draw, gpu_or_skip, overview_camera, terrain};
+use glam::Vec3;
 use terralod_core::lod::{
     AdaptiveLod, AdaptiveOptions, ChunkedLod, ChunkedOptions, GridVertices, ListedVertex,
     LodAlgorithm, LodOptions, MorphedHeight, PatchInstance, Selection, View, sample_height,
 };
-use terralod_core::{Containment, GridPos, Heightfield, Pyramid};
+use terralod_core::{Camera, Containment, GridPos, Heightfield, Pyramid};
 use terralod_render::{COLOUR_FORMAT, DebugLines, FrameSettings, RenderError, TerrainRenderer};
 
 const PATCH_SIDE: u32 = 16;
@@ -422,6 +423,52 @@ fn a_terrain_larger_than_a_texture_draws_listed_selections() {
         ),
         "{error}"
     );
+}
+
+/// A decimated terrain whose last step passes its border (249 cells, textures of every
+/// other sample: 124.5 texture cells) ends where the data ends: looking down on its east
+/// edge, the decimated textures show the sky past it as the full ones do, not the padding
+/// out to the textures' last sample.
+#[test]
+fn a_decimated_terrain_ends_at_its_data() {
+    let Some(ctx) = gpu_or_skip("a_decimated_terrain_ends_at_its_data") else {
+        return;
+    };
+    let source = terrain();
+    let side = 250;
+    let raw = (0..side * side)
+        .map(|i| source.raw(i % side, i / side))
+        .collect();
+    let field = Heightfield::from_f32(side, side, raw)
+        .unwrap()
+        .with_mapping(source.mapping())
+        .unwrap();
+    let pyramid = Pyramid::build(&field);
+    let (w, d) = field.world_size();
+    let (lo, hi) = field.world_range();
+    let camera = Camera::new(
+        Vec3::new(w - 300.0, hi + 2500.0, 0.5 * d),
+        Vec3::new(w - 300.0, lo, 0.5 * d + 1.0),
+        60f32.to_radians(),
+        SIZE,
+        1.0,
+        200_000.0,
+    )
+    .unwrap();
+    let view = View::screen(camera, 1.0).unwrap();
+    let options = AdaptiveOptions::default().with_list_vertices(true);
+    let mut listed = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let selection = listed.select(&view);
+    let mut full = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
+    let mut small =
+        TerrainRenderer::with_texture_side(&ctx, &field, None, COLOUR_FORMAT, 128).unwrap();
+    assert!(!small.draws_grid_selections());
+    let mut settings = FrameSettings::new(camera);
+    settings.fog_density = Some(0.0);
+    let a = draw(&ctx, &mut full, &selection, &settings);
+    let b = draw(&ctx, &mut small, &selection, &settings);
+    let (d, _) = diff(&a, &b);
+    assert!(d.differing_share < 0.002, "the edges differ: {d:?}");
 }
 
 #[test]

@@ -421,7 +421,7 @@ fn a_texture_that_is_no_regular_file_is_refused() {
 
 /// A terrain larger than the GPU's largest texture (the built-in 1025² terrain under a
 /// limit of 512, set through `TERRALOD_MAX_TEXTURE_SIDE`): adaptive lists its vertices
-/// and draws the picture it draws with full textures (normals from every other sample),
+/// and draws the picture it draws with full textures (normals from every 4th sample),
 /// saying so on stderr; quadtree, which reads heights from the grid, is refused in one
 /// line naming what draws, and nothing is written.
 #[test]

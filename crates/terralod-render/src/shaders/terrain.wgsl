@@ -354,7 +354,7 @@ fn fs_terrain(in: TerrainOut) -> @location(0) vec4<f32> {
     }
     var albedo: vec3<f32>;
     if (frame.mode.x & COLOUR_TEXTURE) != 0u {
-        albedo = textureSample(colour_map, linear_clamp, grid / max(size - 1.0, vec2<f32>(1.0))).rgb;
+        albedo = textureSample(colour_map, linear_clamp, grid / max(frame.extent.xy, vec2<f32>(1.0))).rgb;
     } else if pool_shading {
         albedo = in.albedo;
     } else {

@@ -51,38 +51,54 @@ const DRAWS_PATCHES: [&str; 4] = ["chunked", "patches", "streamed", "streamed-qu
 /// lists its vertices), so a renderer whose textures are decimated draws them.
 pub const CARRY_HEIGHTS: [&str; 4] = ["adaptive", "patches", "streamed", "streamed-quadtree"];
 
+/// Side of the terrain's textures that every wgpu device offers (its default limits):
+/// past it a renderer may have to decimate them.
+pub const TEXTURE_SIDE_EVERYWHERE: u32 = 8192;
+
+/// Algorithm A's options for a terrain that a renderer may hold decimated: vertices listed
+/// when the terrain is larger than [`TEXTURE_SIDE_EVERYWHERE`] (the same mesh; so an
+/// algorithm built before the GPU is known need not be built again).
+pub fn listed_when_large(options: LodOptions, field: &Heightfield) -> LodOptions {
+    if field.width().max(field.height()) <= TEXTURE_SIDE_EVERYWHERE {
+        return options;
+    }
+    let adaptive = options.adaptive.with_list_vertices(true);
+    options.with_adaptive(adaptive)
+}
+
 /// The options of algorithm `name` over a renderer that may hold the terrain's textures
 /// decimated (a terrain larger than the GPU's largest texture): algorithm A then lists
 /// its vertices (said on stderr); an algorithm whose selection reads the grid's heights
-/// cannot be drawn and is refused before anything is built.
+/// cannot be drawn and is refused, in one line naming those that can.
 pub fn carried_heights_options(
     renderer: &TerrainRenderer,
     name: &str,
     options: LodOptions,
     field: &Heightfield,
 ) -> anyhow::Result<LodOptions> {
-    if renderer.draws_grid_selections()
-        || (name != "adaptive" && CARRY_HEIGHTS.contains(&name))
-        || options.adaptive.list_vertices
-    {
+    if renderer.draws_grid_selections() {
         return Ok(options);
     }
-    if name != "adaptive" {
-        bail!(
-            "the terrain of {} x {} samples is larger than this GPU's largest texture: {name} \
-             draws from the terrain's grid; use --algo adaptive (it then lists its vertices), \
-             patches, streamed or streamed-quadtree (their pools carry the heights), or import \
-             the terrain (terralod import) and stream it",
-            field.width(),
-            field.height()
-        );
-    }
-    eprintln!(
-        "the terrain of {} x {} samples is larger than this GPU's largest texture: adaptive \
-         lists its vertices (--list-vertices), and the normals come from a coarser grid",
+    let too_large = format!(
+        "the terrain of {} x {} samples is larger than this GPU's largest texture",
         field.width(),
         field.height()
     );
+    if !CARRY_HEIGHTS.contains(&name) {
+        bail!(
+            "{too_large}: {name} draws from the terrain's grid; use --algo adaptive (it then \
+             lists its vertices), patches, streamed or streamed-quadtree (their pools carry \
+             the heights), or import the terrain (terralod import) and stream it"
+        );
+    }
+    if name == "adaptive" {
+        eprintln!(
+            "{too_large}: adaptive lists its vertices (--list-vertices), and normals and \
+             colours come from a coarser grid"
+        );
+    } else {
+        eprintln!("{too_large}: normals and colours come from a coarser grid");
+    }
     let adaptive = options.adaptive.with_list_vertices(true);
     Ok(options.with_adaptive(adaptive))
 }

@@ -104,7 +104,9 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         detail,
         terrain_name,
         texture,
-        options: args.lod.options(),
+        // Listed when the terrain may be larger than the GPU's textures (the same mesh),
+        // so it is not built twice once the GPU is known.
+        options: crate::commands::render::listed_when_large(args.lod.options(), field),
         controls,
         views: DebugViews {
             wireframe: args.look.wireframe,

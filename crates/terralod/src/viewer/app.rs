@@ -9,6 +9,7 @@ use super::hud::{self, HudInfo};
 use super::surface::{Acquired, WindowSurface};
 use super::{ViewerConfig, ViewerReport};
 use crate::camera_args::default_far;
+use crate::commands::render::CARRY_HEIGHTS;
 use crate::commands::render::write_png;
 use anyhow::{Context, anyhow};
 use std::path::PathBuf;
@@ -329,8 +330,8 @@ impl<'a> App<'a> {
     }
 
     /// Over a terrain larger than the GPU's largest texture: algorithm A lists its
-    /// vertices from now on (rebuilt if it runs), and any other algorithm that draws from
-    /// the grid is refused (see `commands::render::carried_heights_options`).
+    /// vertices from now on (rebuilt if it runs unlisted), and a starting algorithm that
+    /// draws from the grid is refused (see `commands::render::carried_heights_options`).
     fn fit_renderer(&mut self, renderer: &TerrainRenderer) -> anyhow::Result<()> {
         let name = self.algorithm.name();
         let options = crate::commands::render::carried_heights_options(
@@ -339,31 +340,36 @@ impl<'a> App<'a> {
             self.config.options,
             self.config.field,
         )?;
-        if options.adaptive.list_vertices != self.config.options.adaptive.list_vertices {
-            self.config.options = options;
+        let relist = options.adaptive.list_vertices != self.config.options.adaptive.list_vertices;
+        self.config.options = options;
+        if relist && name == "adaptive" {
             self.algorithm = build_algorithm(&self.config, self.built)?;
         }
         Ok(())
     }
 
-    /// Rebuilds the algorithm when the controls chose another one.
+    /// Rebuilds the algorithm when the controls chose another one. Over decimated
+    /// textures an algorithm that draws from the grid is skipped for the next one that
+    /// carries its heights.
     fn sync_algorithm(&mut self, event_loop: &ActiveEventLoop) {
-        let wanted = self.controls.algorithm();
+        let mut wanted = self.controls.algorithm();
         let grid_drawn = self
             .gpu
             .as_ref()
             .is_none_or(|gpu| gpu.renderer.draws_grid_selections());
-        let carries = crate::commands::render::CARRY_HEIGHTS.contains(&REGISTRY[wanted].name);
-        if wanted != self.built && !grid_drawn && !carries {
-            // Only a selection that carries its heights is drawn here: stay.
-            eprintln!(
-                "{} draws from the terrain's grid, which is larger than this GPU's largest \
-                 texture: staying on {}",
-                REGISTRY[wanted].name,
-                self.algorithm.name()
-            );
-            self.controls.set_algorithm(self.built);
-            return;
+        if wanted != self.built && !grid_drawn {
+            let (carrier, skipped) =
+                LodControls::first_allowed_from(wanted, |name| CARRY_HEIGHTS.contains(&name));
+            if !skipped.is_empty() {
+                eprintln!(
+                    "{} draw from the terrain's grid, which is larger than this GPU's \
+                     largest texture: on to {}",
+                    skipped.join(", "),
+                    REGISTRY[carrier].name
+                );
+                wanted = carrier;
+                self.controls.set_algorithm(wanted);
+            }
         }
         if wanted != self.built {
             match build_algorithm(&self.config, wanted) {

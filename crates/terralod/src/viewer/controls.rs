@@ -134,6 +134,21 @@ impl LodControls {
         self.set_algorithm((self.algorithm + 1) % REGISTRY.len().max(1))
     }
 
+    /// The first algorithm from `index` on (cyclically) that `allowed` accepts, and the
+    /// names of those passed over (a GPU that draws only some of them).
+    pub fn first_allowed_from(
+        index: usize,
+        allowed: impl Fn(&str) -> bool,
+    ) -> (usize, Vec<&'static str>) {
+        let n = REGISTRY.len().max(1);
+        let skipped: Vec<&'static str> = (0..n)
+            .map(|k| (index + k) % n)
+            .take_while(|&i| !allowed(REGISTRY[i].name))
+            .map(|i| REGISTRY[i].name)
+            .collect();
+        ((index + skipped.len()) % n, skipped)
+    }
+
     pub fn preset(&self) -> Option<Quality> {
         self.preset
     }
@@ -329,6 +344,29 @@ mod tests {
         let changed = controls.next_algorithm();
         assert_eq!(changed, REGISTRY.len() > 1);
         assert_eq!(controls.algorithm(), 1 % REGISTRY.len());
+    }
+
+    /// Over a GPU that draws only some algorithms, Tab passes over the others and comes
+    /// round again: from every algorithm, the next allowed one (not a refused neighbour
+    /// the controls would return to).
+    #[test]
+    fn tab_passes_over_algorithms_that_cannot_be_drawn() {
+        let allowed = |name: &str| ["adaptive", "patches", "streamed"].contains(&name);
+        let mut seen = Vec::new();
+        let mut at = 0;
+        for _ in 0..2 * REGISTRY.len() {
+            let (next, skipped) =
+                LodControls::first_allowed_from((at + 1) % REGISTRY.len(), allowed);
+            assert!(allowed(REGISTRY[next].name));
+            assert!(skipped.iter().all(|name| !allowed(name)));
+            seen.push(REGISTRY[next].name);
+            at = next;
+        }
+        for name in ["adaptive", "patches", "streamed"] {
+            assert!(seen.contains(&name), "{name} never reached: {seen:?}");
+        }
+        let (same, none) = LodControls::first_allowed_from(at, allowed);
+        assert_eq!((same, none.len()), (at, 0));
     }
 
     #[test]

@@ -65,6 +65,11 @@ pub enum DetailError {
          grid indices address: list the vertices instead (--list-vertices)"
     )]
     TooFine { factor: u32, vertices: u64 },
+    #[error(
+        "the terrain's grid subdivided {factor} times is {side} positions a side, more than \
+         the tree's 2^31: use a coarser --detail-cell-size"
+    )]
+    TooWide { factor: u32, side: u64 },
     #[error("the detail was placed on another terrain")]
     Terrain,
     #[error(
@@ -110,8 +115,18 @@ impl<'a> Detail<'a> {
     }
 
     /// [`DetailError::TooFine`] unless the grid-indexed selection can address every
-    /// position, or the vertices are listed.
+    /// position, or the vertices are listed; [`DetailError::TooWide`] when even listed
+    /// positions would not fit the tree's `u32` sides.
     pub(super) fn check_indices(&self, list_vertices: bool) -> Result<(), DetailError> {
+        // The tree's root, a power of two of fine cells, must have `u32` positions.
+        let (width, height, _) = self.terrain;
+        let cells = u64::from(extent_cells(width).max(extent_cells(height))) << self.shift;
+        if cells.next_power_of_two() > 1 << 31 {
+            return Err(DetailError::TooWide {
+                factor: 1 << self.shift,
+                side: cells + 1,
+            });
+        }
         let vertices = self.grid_vertices();
         if list_vertices || vertices <= u64::from(u32::MAX) {
             return Ok(());

@@ -1287,6 +1287,21 @@ fn bad_details_are_refused() {
         Err(DetailError::TooFine { .. })
     ));
     assert!(too_fine.check_indices(true).is_ok());
+    // A strip 2^23 + 1 samples long subdivided 256 times: 2^31 fine cells, the largest
+    // root; twice as long is refused even with listed vertices (its root's side would
+    // overflow `u32`). Only the placement is made (no samples are read).
+    let strip = |width: u32| {
+        Heightfield::new(width, 2, Samples::U16(vec![0; 2 * width as usize])).expect("valid")
+    };
+    for (width, fits) in [((1 << 23) + 1, true), ((1 << 24) + 1, false)] {
+        let long = strip(width);
+        let placed = Detail::new(&long, &detail, (0.0, 0.0), 1.0 / 256.0).expect("placed");
+        let checked = placed.check_indices(true);
+        assert_eq!(checked.is_ok(), fits, "{width}: {checked:?}");
+        if !fits {
+            assert!(matches!(checked, Err(DetailError::TooWide { .. })));
+        }
+    }
     let other = stepped_field(17, 17, 1);
     let pyramid = Pyramid::build(&other);
     let options = AdaptiveOptions::default();

@@ -249,7 +249,53 @@ impl HeightCodes {
 
     /// The largest code drawn at most at `y` (0 if none).
     pub fn below(&self, y: f64) -> u16 {
-        // Binary search: `world` is non-decreasing in the code.
+        // From the code the mapping puts `y` at, a step or two to where `world` (rounded
+        // to `f32`) crosses it; the binary search where that guess is no use.
+        let start = self.guess(y).map(f64::floor);
+        let walked = start.and_then(|c| {
+            let mut c = c.clamp(0.0, 65_535.0) as u32;
+            for _ in 0..GUESS_STEPS {
+                if c < 65_535 && f64::from(self.world((c + 1) as u16)) <= y {
+                    c += 1;
+                } else if c > 0 && f64::from(self.world(c as u16)) > y {
+                    c -= 1;
+                } else {
+                    return Some(c as u16);
+                }
+            }
+            None
+        });
+        walked.unwrap_or_else(|| self.below_by_search(y))
+    }
+
+    /// The smallest code drawn at least at `y` (65,535 if none).
+    pub fn above(&self, y: f64) -> u16 {
+        let start = self.guess(y).map(f64::ceil);
+        let walked = start.and_then(|c| {
+            let mut c = c.clamp(0.0, 65_535.0) as u32;
+            for _ in 0..GUESS_STEPS {
+                if c > 0 && f64::from(self.world((c - 1) as u16)) >= y {
+                    c -= 1;
+                } else if c < 65_535 && f64::from(self.world(c as u16)) < y {
+                    c += 1;
+                } else {
+                    return Some(c as u16);
+                }
+            }
+            None
+        });
+        walked.unwrap_or_else(|| self.above_by_search(y))
+    }
+
+    /// The (fractional) code the mapping puts world height `y` at, if finite.
+    #[inline(always)]
+    fn guess(&self, y: f64) -> Option<f64> {
+        let c = ((y - self.offset) / self.scale - self.origin) / self.unit;
+        c.is_finite().then_some(c)
+    }
+
+    /// [`HeightCodes::below`] by binary search: `world` is non-decreasing in the code.
+    fn below_by_search(&self, y: f64) -> u16 {
         let (mut lo, mut hi) = (0u32, 65_536u32);
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
@@ -262,8 +308,8 @@ impl HeightCodes {
         lo as u16
     }
 
-    /// The smallest code drawn at least at `y` (65,535 if none).
-    pub fn above(&self, y: f64) -> u16 {
+    /// [`HeightCodes::above`] by binary search.
+    fn above_by_search(&self, y: f64) -> u16 {
         let (mut lo, mut hi) = (-1i32, 65_535i32);
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
@@ -276,6 +322,10 @@ impl HeightCodes {
         hi as u16
     }
 }
+
+/// Steps [`HeightCodes::below`] and [`HeightCodes::above`] walk from the mapping's guess
+/// before they search instead (the guess is off by the `f32` rounding, a step or two).
+const GUESS_STEPS: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -291,6 +341,40 @@ mod tests {
                 assert!(q >= e && q <= e * (1.0 + 1.0 / 128.0), "{e} -> {q}");
             }
             x *= 1.7;
+        }
+    }
+
+    /// The walk from the mapping's guess finds the codes the binary search finds, for
+    /// exact and quantised codes, either sign of scale, heights inside, between and
+    /// beyond the codes, and values the guess cannot place (NaN, infinities).
+    #[test]
+    fn guessed_codes_are_the_searched_ones() {
+        let cases = [
+            HeightCodes::new(0.0, 4000.0, 0.1, 0.0, Some(1.0)),
+            HeightCodes::new(-300.0, 9000.0, -0.25, 100.0, Some(1.0)),
+            HeightCodes::new(0.0, 65_535.0, 1.0, -7.5, Some(1.0)),
+            HeightCodes::new(-12.5, 3171.25, 1.0, 0.0, None),
+            HeightCodes::new(-1e7, 1e7, -3.0, 5.0, None),
+            HeightCodes::new(2.0, 2.0, 0.0, 5.0, None),
+        ];
+        let values = crate::test_support::lcg_values(4000, 17, 60_000);
+        for codes in cases {
+            let (lo, hi) = (f64::from(codes.world(0)), f64::from(codes.world(65_535)));
+            let span = (hi - lo).abs().max(1.0);
+            let mut ys: Vec<f64> = values
+                .iter()
+                .map(|&v| lo - 0.1 * span + 1.2 * span * f64::from(v) / 60_000.0)
+                .collect();
+            // Heights exactly on codes and a hair beside them.
+            for c in [0u16, 1, 2, 1000, 65_534, 65_535] {
+                let w = f64::from(codes.world(c));
+                ys.extend([w, w.next_up(), w.next_down()]);
+            }
+            ys.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, lo - 1e30, hi + 1e30]);
+            for y in ys {
+                assert_eq!(codes.below(y), codes.below_by_search(y), "{codes:?} below {y}");
+                assert_eq!(codes.above(y), codes.above_by_search(y), "{codes:?} above {y}");
+            }
         }
     }
 

@@ -370,10 +370,24 @@ mod tests {
                 let w = f64::from(codes.world(c));
                 ys.extend([w, w.next_up(), w.next_down()]);
             }
-            ys.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, lo - 1e30, hi + 1e30]);
+            ys.extend([
+                f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                lo - 1e30,
+                hi + 1e30,
+            ]);
             for y in ys {
-                assert_eq!(codes.below(y), codes.below_by_search(y), "{codes:?} below {y}");
-                assert_eq!(codes.above(y), codes.above_by_search(y), "{codes:?} above {y}");
+                assert_eq!(
+                    codes.below(y),
+                    codes.below_by_search(y),
+                    "{codes:?} below {y}"
+                );
+                assert_eq!(
+                    codes.above(y),
+                    codes.above_by_search(y),
+                    "{codes:?} above {y}"
+                );
             }
         }
     }

@@ -1672,8 +1672,11 @@ fn listed_selections_draw_what_grid_selections_do() {
             );
             assert_eq!(listed.stats().triangles, grid.stats().triangles);
         }
+        // A vertex is listed once per square that adds it (an edge vertex by both its
+        // squares) and a subtree's corners once more: 1.55–1.68 listings a vertex here.
+        let ratio = duplicated as f64 / distinct as f64;
         assert!(
-            distinct > 0 && duplicated < 3 * distinct,
+            (1.2..2.0).contains(&ratio),
             "{case}: {duplicated} listed for {distinct}"
         );
     }

@@ -216,6 +216,19 @@ pub fn check_size(width: u64, height: u64, limit: u64) -> Result<(), Heightfield
     Ok(())
 }
 
+/// Samples a side of level `level` of a grid `samples` a side, as `terralod import`'s
+/// pyramid and [`Heightfield::decimated`] keep them (docs/TILES.md): `⌈(samples − 1) /
+/// 2^level⌉ + 1`.
+pub fn level_side(samples: u32, level: u32) -> u32 {
+    (u64::from(samples - 1).div_ceil(1 << level) + 1) as u32
+}
+
+/// The level-0 position of level `level`'s sample `index` along a side of `samples`
+/// samples: `index · 2^level`, clamped to the last sample (the border repeated).
+pub fn level_source(index: u64, level: u32, samples: u32) -> u32 {
+    (index << level).min(u64::from(samples - 1)) as u32
+}
+
 /// A validated grid of height samples with its world mapping.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Heightfield {
@@ -310,9 +323,11 @@ impl Heightfield {
     pub fn decimated(&self, level: u32) -> Heightfield {
         let level = level.min(31);
         let step = 1u64 << level;
-        let side = |n: u32| ((u64::from(n) - 1).div_ceil(step) + 1) as u32;
-        let (width, height) = (side(self.width), side(self.height));
-        let at = |i: u32, last: u32| (u64::from(i) * step).min(u64::from(last - 1)) as usize;
+        let (width, height) = (
+            level_side(self.width, level),
+            level_side(self.height, level),
+        );
+        let at = |i: u32, samples: u32| level_source(u64::from(i), level, samples) as usize;
         let positions = move |w: usize| {
             (0..height).flat_map(move |j| {
                 let row = at(j, self.height) * w;

@@ -9,7 +9,7 @@ use crate::{RenderError, normals};
 use bytemuck::Zeroable as _;
 use glam::{Mat4, Vec3};
 use std::ops::Range;
-use terralod_core::heightfield::Heightfield;
+use terralod_core::heightfield::{Heightfield, level_side};
 use terralod_core::lod::{MorphedHeight, PatchInstance, PatchMorph, Selection};
 use terralod_core::{Camera, Containment};
 use wgpu::util::DeviceExt;
@@ -187,8 +187,6 @@ pub struct TerrainRenderer {
     /// Wireframe or LOD colours: the pulled vertex path.
     pulled: bool,
     data_size: (u32, u32),
-    /// The data's extent in texture cells (`data_size − 1` unless decimated).
-    extent: (f32, f32),
     /// The textures hold every `2^decimation`-th sample: the terrain is larger than the
     /// GPU's largest texture, and only selections that carry their heights are drawn.
     decimation: u32,
@@ -234,16 +232,9 @@ impl TerrainRenderer {
             .max(2);
         let terrain_size = (field.width(), field.height());
         let decimation = (0..31)
-            .find(|&k| {
-                let side = |n: u32| (u64::from(n) - 1).div_ceil(1 << k) + 1;
-                side(terrain_size.0).max(side(terrain_size.1)) <= u64::from(max_side)
-            })
+            .find(|&k| level_side(terrain_size.0, k).max(level_side(terrain_size.1, k)) <= max_side)
             .unwrap_or(31);
         let decimated = (decimation > 0).then(|| field.decimated(decimation));
-        let extent = (
-            (terrain_size.0 - 1) as f32 / (1u64 << decimation) as f32,
-            (terrain_size.1 - 1) as f32 / (1u64 << decimation) as f32,
-        );
         let field = decimated.as_ref().unwrap_or(field);
         let (width, height) = (field.width(), field.height());
         let world_heights = normals::world_heights(field);
@@ -359,7 +350,6 @@ impl TerrainRenderer {
             draw: DrawList::Nothing,
             pulled: false,
             data_size: (width, height),
-            extent,
             decimation,
             terrain_size,
             max_side,
@@ -728,7 +718,14 @@ impl TerrainRenderer {
                 grid.2,
                 0,
             ],
-            extent: [self.extent.0, self.extent.1, 0.0, 0.0],
+            // The data's extent in texture cells (less than their size − 1 where the last
+            // decimation step passes the border).
+            extent: [
+                (self.terrain_size.0 - 1) as f32 / (1u64 << self.decimation) as f32,
+                (self.terrain_size.1 - 1) as f32 / (1u64 << self.decimation) as f32,
+                0.0,
+                0.0,
+            ],
         }
     }
 

@@ -289,6 +289,12 @@ fn the_patch_morph_draws_the_exported_heights() {
     }
 }
 
+/// Algorithm A over `field`, listing its vertices or not.
+fn adaptive<'a>(field: &'a Heightfield, pyramid: &'a Pyramid, list: bool) -> AdaptiveLod<'a> {
+    let options = AdaptiveOptions::default().with_list_vertices(list);
+    AdaptiveLod::with_options(field, pyramid, LodOptions::default(), options)
+}
+
 /// A8 step 4: algorithm A's listed selection (vertices with their drawn heights) draws
 /// the image of its grid-indexed selection (heights from the texture and the morphs), lit,
 /// as wireframe and in LOD colours; and the heights drawn are the listed ones (a vertex
@@ -302,11 +308,10 @@ fn a_listed_selection_draws_what_its_grid_selection_does() {
     let pyramid = Pyramid::build(&field);
     let camera = overview_camera(&field);
     let view = View::screen(camera, 1.0).unwrap();
-    let build = |list: bool| {
-        let options = AdaptiveOptions::default().with_list_vertices(list);
-        AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options)
-    };
-    let (mut grid, mut listed) = (build(false), build(true));
+    let (mut grid, mut listed) = (
+        adaptive(&field, &pyramid, false),
+        adaptive(&field, &pyramid, true),
+    );
     let grid_selection = grid.select(&view);
     let Selection::Triangles { morphs, .. } = grid_selection else {
         panic!("grid indices by default");
@@ -371,8 +376,7 @@ fn a_terrain_larger_than_a_texture_draws_listed_selections() {
     let pyramid = Pyramid::build(&field);
     let camera = overview_camera(&field);
     let view = View::screen(camera, 1.0).unwrap();
-    let options = AdaptiveOptions::default().with_list_vertices(true);
-    let mut listed = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let mut listed = adaptive(&field, &pyramid, true);
     let selection = listed.select(&view);
     let mut full = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     let mut small =
@@ -456,8 +460,7 @@ fn a_decimated_terrain_ends_at_its_data() {
     )
     .unwrap();
     let view = View::screen(camera, 1.0).unwrap();
-    let options = AdaptiveOptions::default().with_list_vertices(true);
-    let mut listed = AdaptiveLod::with_options(&field, &pyramid, LodOptions::default(), options);
+    let mut listed = adaptive(&field, &pyramid, true);
     let selection = listed.select(&view);
     let mut full = TerrainRenderer::new(&ctx, &field, None, COLOUR_FORMAT).unwrap();
     let mut small =

@@ -10,7 +10,7 @@ use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_fields, chec
 use super::import::error_against_coarser;
 use super::stats::{StatSample, fold_range, window_error};
 use super::{Corruption, TileError};
-use crate::heightfield::{Heightfield, WorldMapping};
+use crate::heightfield::{Heightfield, WorldMapping, level_source};
 pub(super) use crate::rounding::{round_down, round_up};
 use rayon::prelude::*;
 use std::path::Path;
@@ -219,8 +219,8 @@ impl BlockIndex {
                 let (blocks_x, blocks_y) = level_blocks(grid, block_cells);
                 let side = block_cells as usize + 1;
                 let sample = |i: u64, j: u64| -> f64 {
-                    let col = (i << level).min(u64::from(field.width() - 1)) as u32;
-                    let row = (j << level).min(u64::from(field.height() - 1)) as u32;
+                    let col = level_source(i, level as u32, field.width());
+                    let row = level_source(j, level as u32, field.height());
                     f64::from(field.raw(col, row))
                 };
                 // Blocks in parallel, each job with its own sample buffer.

@@ -2,7 +2,7 @@
 //! All integers and floats are little-endian; `docs/TILES.md` has the same tables.
 
 use super::{Corruption, TileError};
-use crate::heightfield::{Samples, WorldMapping};
+use crate::heightfield::{Samples, WorldMapping, level_side};
 use std::path::{Path, PathBuf};
 
 /// Name of the header file in a tiled terrain's directory; written last by an import.
@@ -100,8 +100,7 @@ impl LevelGrid {
 pub fn level_grids(width: u32, height: u32, tile_cells: u32) -> Vec<LevelGrid> {
     let mut levels = Vec::new();
     for level in 0..=MAX_LEVELS {
-        let side = |samples: u32| (u64::from(samples - 1).div_ceil(1 << level) + 1) as u32;
-        let (w, h) = (side(width), side(height));
+        let (w, h) = (level_side(width, level), level_side(height, level));
         let grid = LevelGrid {
             width: w,
             height: h,

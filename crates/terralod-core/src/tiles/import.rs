@@ -7,7 +7,7 @@ use super::blocks::{
 use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, level_grids, tile_path};
 use super::stats::{StatSample, fold_range, window_error};
 use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
-use crate::heightfield::{Heightfield, Samples, WorldMapping};
+use crate::heightfield::{Heightfield, Samples, WorldMapping, level_source};
 use crate::io::interrupt::Output;
 use crate::io::write_file_atomically;
 use rayon::prelude::*;
@@ -608,7 +608,7 @@ fn encode_tile(
     let side = shape.tile_cells + 1;
     let source_index = |tile_index: u32, samples: u32, i: u32| -> u32 {
         let level_index = u64::from(tile_index) * u64::from(shape.tile_cells) + u64::from(i);
-        (level_index << level).min(u64::from(samples - 1)) as u32
+        level_source(level_index, level, samples)
     };
     let cols: Vec<u32> = (0..side)
         .map(|i| source_index(tx, source.width(), i))

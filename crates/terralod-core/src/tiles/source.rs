@@ -17,7 +17,7 @@ pub use super::blocks::BlockBounds;
 use super::blocks::BlockIndex;
 pub use super::cache::TileKey;
 use super::format::{MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, level_grids};
-use crate::heightfield::Heightfield;
+use crate::heightfield::{Heightfield, level_source};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -226,20 +226,15 @@ impl TileSource for MemoryTiles {
     }
 }
 
-/// Level-0 position of level-`level` sample `index`, clamped to the grid (the padding).
-fn source_index(index: u64, level: u32, samples: u32) -> u32 {
-    (index << level).min(u64::from(samples - 1)) as u32
-}
-
 /// World heights of tile `(tx, ty)` of `level`.
 fn cut_tile(field: &Heightfield, n: u32, level: u32, tx: u32, ty: u32) -> Arc<[f32]> {
     let side = u64::from(n) + 1;
     let mapping = field.mapping();
     let mut heights = Vec::with_capacity((side * side) as usize);
     for j in 0..side {
-        let row = source_index(u64::from(ty) * u64::from(n) + j, level, field.height());
+        let row = level_source(u64::from(ty) * u64::from(n) + j, level, field.height());
         for i in 0..side {
-            let col = source_index(u64::from(tx) * u64::from(n) + i, level, field.width());
+            let col = level_source(u64::from(tx) * u64::from(n) + i, level, field.width());
             heights.push(mapping.world_y(field.raw(col, row)));
         }
     }
@@ -273,8 +268,8 @@ mod tests {
     /// World height of level-`level` sample `(i, j)`, straight from the definition.
     fn level_height(f: &Heightfield, level: u32, i: u64, j: u64) -> f32 {
         let m = f.mapping();
-        let col = ((i << level).min(u64::from(f.width() - 1))) as u32;
-        let row = ((j << level).min(u64::from(f.height() - 1))) as u32;
+        let col = level_source(i, level, f.width());
+        let row = level_source(j, level, f.height());
         m.world_y(f.raw(col, row))
     }
 

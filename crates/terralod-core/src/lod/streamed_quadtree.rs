@@ -41,10 +41,14 @@
 //! corners and the neighbour's midpoint: no T-junction). Skipping midpoint `m` of edge
 //! `ab` replaces the fan's two triangles by one; their difference is linear on each half,
 //! zero at the centre, `a` and `b`, so at most `δ = |h(m) − (h(a) + h(b)) / 2|`. A leaf is
-//! kept when its bound plus the largest `δ` of its sides facing a larger drawn neighbour
-//! passes (neighbours only ever get finer, so the sides that skip can only become fewer);
-//! else, if its plain bound passes, its larger neighbours are split (cheaper than
-//! splitting it, which would split them too); else it is split.
+//! kept when its bound plus the `δ` of each side facing a larger drawn neighbour passes
+//! (neighbours only ever get finer, so the sides that skip can only become fewer); else,
+//! if its plain bound passes, the larger neighbours across the sides that fail are split
+//! (cheaper than splitting it, which would split them too); else it is split. Splitting
+//! only across the failing sides makes each wanted split a property of the node and the
+//! view, not of the order the worklist visits nodes in: with every tile resident the
+//! result is the least balanced tree holding them, so a smaller τ never gives a coarser
+//! mesh where it is seen.
 //!
 //! # Output
 //!
@@ -750,12 +754,14 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
         Ok(())
     }
 
-    /// Force-splits the drawn neighbours of `i` one size larger; whether none is left.
-    fn split_coarser_neighbours(&mut self, i: u32, pass: &Pass<'_>) -> bool {
+    /// Force-splits the drawn neighbours of `i` one size larger across the sides in
+    /// `sides` (bits in [`Side::ALL`]'s order); whether none is left there.
+    fn split_coarser_neighbours(&mut self, i: u32, sides: u32, pass: &Pass<'_>) -> bool {
         let k = self.shapes[i as usize].k;
         let mut all = true;
         for side in Side::ALL {
-            if let Some(m) = self.neighbour(i, side)
+            if sides >> side_bit(side) & 1 != 0
+                && let Some(m) = self.neighbour(i, side)
                 && self.shapes[m as usize].state == LEAF
                 && self.shapes[m as usize].k > k
             {
@@ -816,17 +822,21 @@ impl<S: TileSource> StreamedQuadtreeLod<S> {
             let accepts = |error: f32| pass.view.accepts(error, &aabb, pass.view_angle_aware);
             // A node whose plain fan fails splits whatever its neighbours are.
             if self.fits(t.node) && accepts(plain) {
+                // The sides whose skipped midpoint the view refuses: their larger
+                // neighbours are split (only those, so what is split does not depend on
+                // the order nodes are visited, and a smaller τ never gives fewer splits).
                 let seams = self.coarser_sides(i);
-                let mut full = f64::from(plain);
+                let mut refused = 0;
                 for side in Side::ALL {
-                    if seams >> side_bit(side) & 1 != 0 {
-                        full = full.max(f64::from(plain) + self.midpoint_offset(i, side));
+                    let bit = 1 << side_bit(side);
+                    if seams & bit != 0 {
+                        let full = f64::from(plain) + self.midpoint_offset(i, side);
+                        if !accepts(round_up(full)) {
+                            refused |= bit;
+                        }
                     }
                 }
-                if accepts(round_up(full)) {
-                    continue;
-                }
-                if seams != 0 && self.split_coarser_neighbours(i, pass) {
+                if refused == 0 || self.split_coarser_neighbours(i, refused, pass) {
                     continue;
                 }
             }

@@ -1006,6 +1006,13 @@ pub struct AlgorithmEntry {
     /// Whether `build` reads the shared [`Pyramid`]: benchmarks charge its build time and
     /// memory only to the algorithms that use it.
     pub uses_pyramid: bool,
+    /// Whether its selections are patches ([`Selection::Patches`]), each placed against
+    /// the LOD frustum (what a renderer's frustum shading colours).
+    pub draws_patches: bool,
+    /// Whether it can select with its heights carried in the selection (a pool's slots,
+    /// or [`Selection::Listed`] with [`AdaptiveOptions::list_vertices`]), so a renderer
+    /// that holds the terrain's textures decimated can draw it.
+    pub carries_heights: bool,
     /// The algorithm's own constructor; [`AlgorithmEntry::build`] checks what every
     /// algorithm needs first.
     construct: BuildFn,
@@ -1065,6 +1072,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a coarse node's edge collects every vertex its finer neighbours draw \
                      on it, at any level difference",
         uses_pyramid: true,
+        draws_patches: false,
+        carries_heights: false,
         construct: |field, pyramid, options| {
             Ok(Box::new(QuadtreeLod::new(field, pyramid, *options)))
         },
@@ -1077,6 +1086,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "neighbours differ by at most one level; the finer block draws the \
                          seam variant that matches its coarser neighbour's edge",
         uses_pyramid: true,
+        draws_patches: true,
+        carries_heights: false,
         construct: |field, pyramid, options| {
             Ok(Box::new(ChunkedLod::new(field, pyramid, *options)))
         },
@@ -1089,6 +1100,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "enabling a vertex enables both squares sharing it, enabling a \
                      sub-square its parent's edge vertices at its corners",
         uses_pyramid: true,
+        draws_patches: false,
+        carries_heights: true,
         construct: |field, pyramid, options| {
             let lod = AdaptiveLod::new(field, pyramid, *options);
             Ok(Box::new(lod.with_pages_in(&std::env::temp_dir())?))
@@ -1103,6 +1116,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "balanced quadtree (neighbours within one level), seams of the shared \
                      stitched patch, the coarse variant against a coarser neighbour",
         uses_pyramid: true,
+        draws_patches: true,
+        carries_heights: true,
         construct: |field, pyramid, options| {
             Ok(Box::new(PatchesLod::try_new(
                 field,
@@ -1119,6 +1134,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "a diamond's two triangles split together, and errors and boxes grow \
                      towards the root, so a split never lacks its parents (a conforming mesh)",
         uses_pyramid: false,
+        draws_patches: false,
+        carries_heights: false,
         construct: |field, _pyramid, options| {
             let side = field.padded_side();
             if side > bintree::MAX_PADDED_SIDE {
@@ -1140,6 +1157,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         crack_handling: "restricted quadtree (forced splits of coarser neighbours when their \
                      tiles are resident), stitched seams against a one-level-coarser neighbour",
         uses_pyramid: false,
+        draws_patches: true,
+        carries_heights: true,
         construct: |field, _pyramid, options| {
             Ok(Box::new(StreamedLod::new(
                 crate::tiles::MemoryTiles::for_field(field),
@@ -1157,6 +1176,8 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                      tiles are resident), a fan skips its edge midpoint against a larger \
                      neighbour",
         uses_pyramid: false,
+        draws_patches: true,
+        carries_heights: true,
         construct: |field, _pyramid, options| {
             Ok(Box::new(
                 StreamedQuadtreeLod::new(crate::tiles::MemoryTiles::for_field(field), *options)
@@ -1278,6 +1299,46 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, 3, "bintree, streamed and streamed-quadtree");
+    }
+
+    /// What the registry says of each algorithm's selections (which the command line
+    /// and the renderer rely on) is what they are: patches or not, heights carried (a
+    /// pool's slots, or listed vertices) when the algorithm is asked to list them.
+    #[test]
+    fn the_registry_says_what_selections_are() {
+        let terrain = field(65);
+        let pyramid = Pyramid::build(&terrain);
+        let camera = Camera::new(
+            Vec3::new(-20.0, 30.0, -20.0),
+            Vec3::new(32.0, 0.0, 32.0),
+            1.0,
+            (640, 480),
+            0.5,
+            500.0,
+        )
+        .expect("valid camera");
+        let view = View::screen(camera, 1.0).expect("valid view");
+        let options = LodOptions::default()
+            .with_adaptive(AdaptiveOptions::default().with_list_vertices(true));
+        for entry in REGISTRY {
+            let mut algorithm = entry
+                .build(&terrain, &pyramid, &options)
+                .expect("the registry builds it");
+            let selection = algorithm.select(&view);
+            assert!(selection.triangle_count() > 0, "{}", entry.name);
+            let patches = matches!(selection, Selection::Patches { .. });
+            let carried = match selection {
+                Selection::Listed { .. } => true,
+                Selection::Patches { pool, morph, .. } => pool.is_some() && morph.is_none(),
+                _ => false,
+            };
+            assert_eq!(patches, entry.draws_patches, "{} draws patches", entry.name);
+            assert_eq!(
+                carried, entry.carries_heights,
+                "{} carries heights",
+                entry.name
+            );
+        }
     }
 
     #[test]

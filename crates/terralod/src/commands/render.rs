@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use terralod_core::Heightfield;
-use terralod_core::lod::{LodAlgorithm, LodOptions};
+use terralod_core::lod::{AlgorithmEntry, LodAlgorithm, LodOptions, REGISTRY, find};
 use terralod_core::{Pyramid, io};
 use terralod_render::{
     DebugLines, FrameSettings, GpuContext, GpuTimer, OffscreenTarget, TerrainRenderer,
@@ -44,12 +44,22 @@ pub struct RenderArgs {
     pub stream: StreamArgs,
 }
 
-/// The algorithms whose selection is patches, each placed against the LOD frustum.
-const DRAWS_PATCHES: [&str; 4] = ["chunked", "patches", "streamed", "streamed-quadtree"];
+/// The registered names that `keep` says yes to, comma separated (for messages).
+fn names_where(keep: impl Fn(&AlgorithmEntry) -> bool) -> String {
+    let names: Vec<_> = REGISTRY
+        .iter()
+        .filter(|e| keep(e))
+        .map(|e| e.name)
+        .collect();
+    names.join(", ")
+}
 
-/// The algorithms whose selections carry their heights (a pool's slots; adaptive when it
-/// lists its vertices), so a renderer whose textures are decimated draws them.
-pub const CARRY_HEIGHTS: [&str; 4] = ["adaptive", "patches", "streamed", "streamed-quadtree"];
+/// Whether the algorithm called `name` can select with its heights carried (the
+/// registry's [`AlgorithmEntry::carries_heights`]), so a renderer whose textures are
+/// decimated draws it.
+pub fn carries_heights(name: &str) -> bool {
+    find(name).is_some_and(|entry| entry.carries_heights)
+}
 
 /// Side of the terrain's textures that every wgpu device offers (its default limits):
 /// past it a renderer may have to decimate them.
@@ -84,11 +94,12 @@ pub fn carried_heights_options(
         field.width(),
         field.height()
     );
-    if !CARRY_HEIGHTS.contains(&name) {
+    if !carries_heights(name) {
         bail!(
-            "{too_large}: {name} draws from the terrain's grid; use --algo adaptive (it then \
-             lists its vertices), patches, streamed or streamed-quadtree (their pools carry \
-             the heights), or import the terrain (terralod import) and stream it"
+            "{too_large}: {name} draws from the terrain's grid; use --algo {} (adaptive \
+             then lists its vertices, the others' pools carry the heights), or import the \
+             terrain (terralod import) and stream it",
+            names_where(|e| e.carries_heights)
         );
     }
     if name == "adaptive" {
@@ -108,10 +119,10 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     check_png(&args.out)?;
     // Frustum shades are per drawn patch: over an algorithm that draws triangles they
     // shaded everything "inside", silently.
-    if args.look.frustum_shades() && !DRAWS_PATCHES.contains(&entry.name) {
+    if args.look.frustum_shades() && !entry.draws_patches {
         bail!(
             "--color-by frustum shades the patches of {}; algorithm {} draws triangles",
-            DRAWS_PATCHES.join(", "),
+            names_where(|e| e.draws_patches),
             entry.name
         );
     }

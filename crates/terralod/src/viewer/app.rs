@@ -9,7 +9,7 @@ use super::hud::{self, HudInfo};
 use super::surface::{Acquired, WindowSurface};
 use super::{ViewerConfig, ViewerReport};
 use crate::camera_args::default_far;
-use crate::commands::render::CARRY_HEIGHTS;
+use crate::commands::render::carries_heights;
 use crate::commands::render::write_png;
 use anyhow::{Context, anyhow};
 use std::path::PathBuf;
@@ -358,8 +358,7 @@ impl<'a> App<'a> {
             .as_ref()
             .is_none_or(|gpu| gpu.renderer.draws_grid_selections());
         if wanted != self.built && !grid_drawn {
-            let (carrier, skipped) =
-                LodControls::first_allowed_from(wanted, |name| CARRY_HEIGHTS.contains(&name));
+            let (carrier, skipped) = LodControls::first_allowed_from(wanted, carries_heights);
             if !skipped.is_empty() {
                 eprintln!(
                     "{} draw from the terrain's grid, which is larger than this GPU's \

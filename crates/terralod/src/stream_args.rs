@@ -2,6 +2,7 @@
 //! cache (`--algo streamed` or `streamed-quadtree` over a directory, issue 9) instead of
 //! loading it whole.
 
+use crate::lod_args::settle_reads;
 use crate::terrain_args::{Terrain, TerrainArgs};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -12,7 +13,8 @@ use std::time::{Duration, Instant};
 use terralod_core::Aabb;
 use terralod_core::Heightfield;
 use terralod_core::lod::{
-    self, LodAlgorithm, LodOptions, Selection, SelectionStats, StreamedSource, StreamingLod, View,
+    self, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamedSource, StreamingLod,
+    View,
 };
 use terralod_core::tiles::{
     DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TileCache, TiledTerrain,
@@ -134,8 +136,9 @@ pub fn default_to_streaming(algo: &mut Option<String>, terrain: &TerrainArgs, st
 /// this many samples is assembled in memory (16 MB of `f32` at most).
 const PLAN_SAMPLES: u64 = 1 << 22;
 
-/// Whether registered algorithm `algorithm` streams an imported directory through the tile
-/// cache (any other loads its finest level whole).
+/// Whether registered algorithm `algorithm` works over an imported directory without
+/// loading its finest level whole: it streams the tiles through the tile cache, or (algorithm
+/// A) builds its tree from them. Any other loads the finest level.
 pub fn is_streaming(algorithm: &str) -> bool {
     lod::find(algorithm).is_some_and(|entry| entry.stream.is_some())
 }
@@ -201,7 +204,12 @@ impl StreamedTerrain {
         let tiles = DetailTiles::new(cache, args.detail())
             .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
         match lod::find(name).and_then(|entry| entry.stream) {
-            Some(stream) => Ok(ReportingStream(stream(tiles, options))),
+            Some(stream) => {
+                let algorithm = stream(tiles, options).with_context(|| {
+                    format!("building {name} over {}", self.tiled.dir().display())
+                })?;
+                Ok(ReportingStream(algorithm))
+            }
             None => bail!(
                 "{name} does not stream a directory; these do: {}",
                 lod::streaming_names()
@@ -329,6 +337,18 @@ impl LodAlgorithm for ReportingStream {
     fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
         self.0.drawn_boxes(out);
     }
+
+    fn reads(&self) -> Reads {
+        self.0.reads()
+    }
+
+    fn await_reads(&mut self) {
+        self.0.await_reads();
+    }
+
+    fn take_faults(&mut self) -> Vec<Box<dyn std::error::Error + Send + Sync>> {
+        self.0.take_faults()
+    }
 }
 
 /// How long a still image or an export waits for the tiles its view asks for.
@@ -339,8 +359,9 @@ pub const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 /// or as soon as the cache has evicted tiles while loading more than twice what it holds
 /// (plus 32) for this one view: a view that fits loads each tile it needs once, coarse to
 /// fine at most 4/3 of its finest set, so its budget cannot hold the view and it would
-/// never settle. Failed tiles are reported once each on stderr. Returns the number of
-/// selections made.
+/// never settle. Failed tiles are reported once each on stderr. Then, for an algorithm
+/// that reads its own data in the background (algorithm A's pages), waits for those reads
+/// as [`settle_reads`] does. Returns the number of selections made.
 pub fn settle(
     algorithm: &mut ReportingStream,
     view: &View,
@@ -359,6 +380,7 @@ pub fn settle(
             + tiles.stats().deferred
             + algorithm.0.stream_counts().deferred;
         if pending == 0 {
+            settle_reads(algorithm, view, limit.saturating_sub(start.elapsed()))?;
             return Ok(selections);
         }
         // A view that fits loads each tile it needs once; one that does not keeps

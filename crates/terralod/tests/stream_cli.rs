@@ -664,7 +664,7 @@ fn loading_a_directory_past_the_limit_points_to_the_streaming_algorithms() {
     assert_eq!(refused.status.code(), Some(1), "{message}");
     assert!(message.contains("over the limit of 1000"), "{message}");
     assert!(
-        message.contains("a streaming algorithm (streamed, streamed-quadtree) streams"),
+        message.contains("a streaming algorithm (adaptive, streamed, streamed-quadtree) streams"),
         "{message}"
     );
     let streamed = mesh("streamed-quadtree");

@@ -44,7 +44,9 @@ use glam::{Vec3, Vec4};
 use std::collections::HashMap;
 use std::time::Duration;
 
-pub use adaptive::{AdaptiveLod, AdaptiveOptions, Detail, DetailError, PageError, PagingStats};
+pub use adaptive::{
+    AdaptiveLod, AdaptiveOptions, Detail, DetailError, PageError, PagingStats, TilesBuildError,
+};
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};
 pub use patches::{PatchOptions, PatchPool, PatchStats, PatchesLod, PoolError};
@@ -984,6 +986,8 @@ pub enum BuildError {
     Pool(#[from] PoolError),
     #[error(transparent)]
     Pages(#[from] PageError),
+    #[error(transparent)]
+    Tiles(#[from] TilesBuildError),
 }
 
 /// Refuses a terrain whose grid (plus the repeated border column and row the algorithms
@@ -1016,9 +1020,10 @@ pub struct AlgorithmEntry {
     /// The algorithm's own constructor; [`AlgorithmEntry::build`] checks what every
     /// algorithm needs first.
     construct: BuildFn,
-    /// For an algorithm that selects from tiles (issue 9): its constructor over the tile
-    /// cache of an imported directory, which the commands use to stream the directory
-    /// instead of loading it.
+    /// For an algorithm that works over an imported directory without loading its finest
+    /// level (issue 9): its constructor over the directory's tile cache, which the commands
+    /// use instead of loading the directory. The streaming algorithms select from the
+    /// tiles; algorithm A builds its tree from them ([`adaptive::TiledAdaptive`]).
     pub stream: Option<StreamFn>,
 }
 
@@ -1027,8 +1032,10 @@ pub struct AlgorithmEntry {
 pub type StreamedSource = crate::tiles::DetailTiles<crate::tiles::TileCache>;
 
 /// Builds a streaming algorithm over a directory's tiles.
-pub type StreamFn =
-    fn(StreamedSource, LodOptions) -> Box<dyn StreamingLod<Source = StreamedSource>>;
+pub type StreamFn = fn(
+    StreamedSource,
+    LodOptions,
+) -> Result<Box<dyn StreamingLod<Source = StreamedSource>>, BuildError>;
 
 /// The registered algorithms that stream a directory, comma separated (for messages).
 pub fn streaming_names() -> String {
@@ -1106,7 +1113,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
             let lod = AdaptiveLod::new(field, pyramid, *options);
             Ok(Box::new(lod.with_pages_in(&std::env::temp_dir())?))
         },
-        stream: None,
+        stream: Some(|tiles, options| Ok(Box::new(adaptive::TiledAdaptive::new(tiles, options)?))),
     },
     AlgorithmEntry {
         name: "patches",
@@ -1165,7 +1172,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                 *options,
             )))
         },
-        stream: Some(|tiles, options| Box::new(StreamedLod::new(tiles, options))),
+        stream: Some(|tiles, options| Ok(Box::new(StreamedLod::new(tiles, options)))),
     },
     AlgorithmEntry {
         name: "streamed-quadtree",
@@ -1184,7 +1191,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
                     .with_builds_per_frame(u32::MAX),
             ))
         },
-        stream: Some(|tiles, options| Box::new(StreamedQuadtreeLod::new(tiles, options))),
+        stream: Some(|tiles, options| Ok(Box::new(StreamedQuadtreeLod::new(tiles, options)))),
     },
 ];
 

@@ -130,16 +130,33 @@ impl KernelFloat for f64 {
 }
 
 /// Own (not yet monotone) world error of every node, per level; empty for the finest level.
+/// `max_abs` is the largest `|raw|` the `f32` rounding slack is taken from: the field's
+/// own ([`max_abs`]), or a whole terrain's when the field is a piece of it.
 pub(super) fn own_errors(
     field: &Heightfield,
     levels: &[Level],
     strategy: Strategy,
+    max_abs: f64,
 ) -> Vec<Vec<f32>> {
     match field.samples() {
-        Samples::U16(v) => own_errors_typed(field, v, levels, strategy),
-        Samples::I16(v) => own_errors_typed(field, v, levels, strategy),
-        Samples::F32(v) => own_errors_typed(field, v, levels, strategy),
+        Samples::U16(v) => own_errors_typed(field, v, levels, strategy, max_abs),
+        Samples::I16(v) => own_errors_typed(field, v, levels, strategy, max_abs),
+        Samples::F32(v) => own_errors_typed(field, v, levels, strategy, max_abs),
     }
+}
+
+/// The largest `|raw|` of a field.
+pub(super) fn max_abs(field: &Heightfield) -> f64 {
+    let (lo, hi) = field.raw_range();
+    f64::from(lo.abs().max(hi.abs()))
+}
+
+/// A node's own error as the pyramid stores it: `raw`, the largest `|h − S|` over its
+/// samples in raw units, with the rounding slack of `f32` sources (from `max_abs`, the
+/// largest `|raw|`) and scaled to world units, rounded upwards.
+pub(crate) fn own_error_to_world(raw: f64, integer: bool, max_abs: f64, height_scale: f32) -> f32 {
+    let slack = if integer { 0.0 } else { max_abs * FLOAT_SLACK };
+    world_error_upper(raw + slack, f64::from(height_scale.abs()))
 }
 
 fn own_errors_typed<T>(
@@ -147,6 +164,7 @@ fn own_errors_typed<T>(
     data: &[T],
     levels: &[Level],
     strategy: Strategy,
+    max_abs: f64,
 ) -> Vec<Vec<f32>>
 where
     T: RawSample,
@@ -156,16 +174,9 @@ where
         width: field.width() as usize,
         height: field.height() as usize,
     };
-    let (lo, hi) = field.raw_range();
-    let max_abs = f64::from(lo.abs().max(hi.abs()));
-    let slack = if T::INTEGER {
-        0.0
-    } else {
-        max_abs * FLOAT_SLACK
-    };
-    let scale = f64::from(field.mapping().height_scale.abs());
+    let scale = field.mapping().height_scale;
     let finest = levels.len() - 1;
-    let to_world = |raw: f64| world_error_upper(raw + slack, scale);
+    let to_world = |raw: f64| own_error_to_world(raw, T::INTEGER, max_abs, scale);
     (0..levels.len())
         .into_par_iter()
         .map(|level| {

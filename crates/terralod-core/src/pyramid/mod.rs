@@ -52,6 +52,8 @@
 
 mod fan_error;
 
+pub(crate) use fan_error::own_error_to_world;
+
 #[cfg(test)]
 mod tests;
 
@@ -110,10 +112,22 @@ fn nodes_along(samples: u32, size: u32) -> u32 {
 impl Pyramid {
     /// Builds the pyramid of a heightfield, in parallel.
     pub fn build(field: &Heightfield) -> Pyramid {
-        Self::build_with(field, fan_error::Strategy::FASTEST)
+        Self::build_with(
+            field,
+            fan_error::Strategy::FASTEST,
+            fan_error::max_abs(field),
+        )
     }
 
-    fn build_with(field: &Heightfield, strategy: fan_error::Strategy) -> Pyramid {
+    /// The pyramid of a piece of a larger terrain whose largest `|raw|` is `max_abs`: the
+    /// `f32` rounding slack is the whole terrain's, so a node inside the piece gets the
+    /// bounds the whole terrain's pyramid gives it, bit for bit (what a pyramid built tile
+    /// by tile relies on).
+    pub(crate) fn build_for_piece(field: &Heightfield, max_abs: f64) -> Pyramid {
+        Self::build_with(field, fan_error::Strategy::FASTEST, max_abs)
+    }
+
+    fn build_with(field: &Heightfield, strategy: fan_error::Strategy, max_abs: f64) -> Pyramid {
         let padded_side = field.padded_side();
         let depth = (padded_side - 1).trailing_zeros() as usize;
         let mut levels: Vec<Level> = (0..depth)
@@ -135,7 +149,7 @@ impl Pyramid {
                 Samples::I16(v) => min_max_levels(field, v, &levels),
                 Samples::F32(v) => min_max_levels(field, v, &levels),
             },
-            || fan_error::own_errors(field, &levels, strategy),
+            || fan_error::own_errors(field, &levels, strategy, max_abs),
         );
         for (level, ((lo, hi), own)) in levels
             .iter_mut()

@@ -111,7 +111,7 @@ fn check(field: &Heightfield) -> Pyramid {
     assert_eq!(pyramid.node_size(pyramid.levels() - 1), 2);
     let others: Vec<Pyramid> = STRATEGIES[1..]
         .iter()
-        .map(|&strategy| Pyramid::build_with(field, strategy))
+        .map(|&strategy| Pyramid::build_with(field, strategy, fan_error::max_abs(field)))
         .collect();
     for level in 0..pyramid.levels() {
         let s = pyramid.node_size(level);
@@ -269,10 +269,20 @@ fn every_strategy_gives_identical_errors_on_integer_data() {
     // Wide enough for the scan across nodes to be chosen on several levels by default.
     let field = u16_field(150, 45, lcg_values(150 * 45, 3, 4000));
     let pyramid = Pyramid::build(&field);
-    let reference = fan_error::own_errors(&field, &pyramid.levels, ErrorStrategy::FASTEST);
+    let reference = fan_error::own_errors(
+        &field,
+        &pyramid.levels,
+        ErrorStrategy::FASTEST,
+        fan_error::max_abs(&field),
+    );
     for strategy in STRATEGIES {
         assert_eq!(
-            fan_error::own_errors(&field, &pyramid.levels, strategy),
+            fan_error::own_errors(
+                &field,
+                &pyramid.levels,
+                strategy,
+                fan_error::max_abs(&field)
+            ),
             reference,
             "{strategy:?}"
         );
@@ -371,7 +381,12 @@ fn real_16_bit_data_matches_the_brute_force() {
     assert!(2.0 * f64::from(field.raw_range().1) * 256.0 > f64::from(1u32 << 24));
     let pyramid = Pyramid::build(&field);
     // Values up to 43200 make the top levels use the f64 kernel, the others f32.
-    let own = fan_error::own_errors(&field, &pyramid.levels, ErrorStrategy::FASTEST);
+    let own = fan_error::own_errors(
+        &field,
+        &pyramid.levels,
+        ErrorStrategy::FASTEST,
+        fan_error::max_abs(&field),
+    );
     let mut checked = 0;
     for (level, own_level) in own.iter().enumerate().take(pyramid.levels() - 1) {
         let (nx, nz) = pyramid.nodes(level);

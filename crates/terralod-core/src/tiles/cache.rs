@@ -181,6 +181,11 @@ impl TileCache {
         })
     }
 
+    /// The terrain the tiles come from.
+    pub fn terrain(&self) -> &Arc<TiledTerrain> {
+        &self.terrain
+    }
+
     pub fn header(&self) -> &TerrainHeader {
         self.terrain.header()
     }

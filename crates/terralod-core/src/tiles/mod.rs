@@ -37,6 +37,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 mod tiff_source;
+mod tiled_pyramid;
 
 pub use blocks::{
     BLOCKS_FILE, BlockBounds, BlockIndex, BlockLevel, OwnBlockStats, blocks_per_side, level_blocks,
@@ -56,6 +57,7 @@ pub use raw_source::RawFileSource;
 pub use read::{StandIn, Tile, TiledTerrain};
 pub use source::{MemoryTiles, MemoryTilesOptions, SourceError, TileSource, block_tile};
 pub use tiff_source::{MAX_CHUNK_BYTES, TiffFileSource};
+pub use tiled_pyramid::TiledPyramid;
 
 use crate::io::WriteError;
 use std::path::PathBuf;

@@ -290,6 +290,70 @@ impl TiledTerrain {
         self.assemble(level, [0, 0, grid.width, grid.height], max_samples, true)
     }
 
+    /// Level `level`'s tile `(tx, ty)` as a heightfield of `(N + 1)²` samples under the
+    /// level's mapping, padded beyond the data as the tile file is. A tile that cannot be
+    /// read is stood in for as [`TiledTerrain::to_heightfield_standing_in`] does (samples it
+    /// shares with a readable neighbour are the neighbour's, the others interpolated from
+    /// the coarser level), and what stood in is returned beside it; so tiles read one at a
+    /// time agree where they meet, as the level assembled whole does.
+    pub fn tile_standing_in(
+        &self,
+        level: u32,
+        tx: u32,
+        ty: u32,
+    ) -> Result<(Heightfield, Option<StandIn>), TileError> {
+        let mapping = self.level_mapping(level);
+        let whole = |samples: Samples, side: u32| {
+            Heightfield::new(side, side, samples)
+                .and_then(|f| f.with_mapping(mapping))
+                .map_err(|e| TileError::Inconsistent {
+                    path: self.tile_path(level, tx, ty),
+                    what: e.to_string(),
+                })
+        };
+        let fault = match self.read_tile(level, tx, ty) {
+            Ok(tile) => return Ok((whole(tile.samples, tile.side)?, None)),
+            Err(fault @ (TileError::Interrupted | TileError::NoSuchTile { .. })) => {
+                return Err(fault);
+            }
+            Err(fault) => fault,
+        };
+        // The tile and one sample around it, so its shared samples come from readable
+        // neighbours.
+        let grid = self.level_grid(level)?;
+        let n = self.header.tile_cells;
+        let span = |start: u32, size: u32| {
+            let first = start.saturating_sub(1).min(size - 2);
+            let last = (start + n + 1).min(size - 1).max(first + 1);
+            (first, last - first + 1)
+        };
+        let (c0, w) = span(tx * n, grid.width);
+        let (r0, h) = span(ty * n, grid.height);
+        let (field, stood_in) = self.assemble(level, [c0, r0, w, h], u64::MAX, true)?;
+        let text = fault.to_string();
+        let stand_in = stood_in
+            .into_iter()
+            .find(|s| s.fault == text)
+            .unwrap_or(StandIn {
+                fault: text,
+                level,
+                from_level: level + 1,
+            });
+        let side = n + 1;
+        let at = |i: u32, j: u32| {
+            let c = (tx * n + i).min(grid.width - 1) - c0;
+            let r = (ty * n + j).min(grid.height - 1) - r0;
+            (r * w + c) as usize
+        };
+        let index = (0..side).flat_map(|j| (0..side).map(move |i| (i, j)));
+        let samples = match field.samples() {
+            Samples::U16(v) => Samples::U16(index.map(|(i, j)| v[at(i, j)]).collect()),
+            Samples::I16(v) => Samples::I16(index.map(|(i, j)| v[at(i, j)]).collect()),
+            Samples::F32(v) => Samples::F32(index.map(|(i, j)| v[at(i, j)]).collect()),
+        };
+        Ok((whole(samples, side)?, Some(stand_in)))
+    }
+
     /// The window of `level` as a heightfield; with `stand_in`, unreadable tiles are
     /// interpolated from the coarser level ([`TiledTerrain::to_heightfield_standing_in`]).
     fn assemble(

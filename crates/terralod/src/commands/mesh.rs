@@ -523,7 +523,13 @@ fn select_streamed(
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
     // Blocks drawn coarser than wanted: their tiles failed (now or at an earlier pose of a
     // walk; a failed tile is never asked for again) or were not resident.
-    let tolerance_held = stream.held_back == 0 && keeps_tolerance(&algorithm, view);
+    // And for algorithm A built from the tiles: squares waiting for pages, and tiles that
+    // stood in while its tree was built (reported on stderr once each).
+    let reads = algorithm.reads();
+    let tolerance_held = stream.held_back == 0
+        && reads.held_back == 0
+        && reads.failed == 0
+        && keeps_tolerance(&algorithm, view);
     if stream.held_back > 0 {
         let failed = cache.failures - failed_before;
         eprintln!(

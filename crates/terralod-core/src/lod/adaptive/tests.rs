@@ -1757,3 +1757,82 @@ fn listed_vertices_reach_past_32_bit_grid_indices() {
     }
     check_invariants(&lod);
 }
+
+/// Built from an imported terrain's tiles, the tree is the one built from the terrain in
+/// memory, bit for bit (records, heights, layout, pages, border vertices), for 16-bit and
+/// `f32` samples, lossless and sparse trees, with pages or without, on terrains whose
+/// pyramid has levels above the tiles and padding beyond the data; so are the selections.
+#[test]
+fn trees_built_from_tiles_are_the_trees_built_in_memory() {
+    use crate::tiles::{ImportOptions, TiledPyramid, TiledTerrain, import};
+    let cases = [
+        (65, 65, 1, false, 8, 0.0, 0),
+        (97, 41, 5, false, 16, 0.0, 16),
+        (97, 41, 5, true, 8, 0.0, 0),
+        (33, 33, 8, true, 4, 3.0, 8),
+        (130, 70, 2, false, 16, 2.0, 32),
+    ];
+    for (width, height, seed, float, tile_cells, tolerance, page_cells) in cases {
+        let field = stepped_field_as(width, height, seed, float);
+        let pyramid = Pyramid::build(&field);
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let options = ImportOptions::with_tile_cells(tile_cells);
+        import(&field, dir.path(), &options, &|_, _| {}).expect("import");
+        let terrain = TiledTerrain::open(dir.path()).expect("open");
+        let tiles = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+        let adaptive = AdaptiveOptions::default()
+            .with_build_tolerance(tolerance)
+            .with_page_cells(page_cells)
+            .with_list_vertices(true);
+        let lod = LodOptions::default().with_adaptive(adaptive);
+        let mut in_memory = AdaptiveLod::with_options(&field, &pyramid, lod, adaptive);
+        let mut from_tiles =
+            AdaptiveLod::from_tiles(&tiles, lod, adaptive).expect("built from tiles");
+        let case = format!("{width} x {height}, f32 {float}, tiles of {tile_cells}, T {tolerance}");
+        assert!(in_memory.squares() > 1, "{case}");
+        assert!(in_memory.tree == from_tiles.tree, "{case}");
+        for view in walk(&field, 6) {
+            let a = in_memory.select(&view).to_mesh_as_carried();
+            let b = from_tiles.select(&view).to_mesh_as_carried();
+            assert_eq!(a, b, "{case}");
+        }
+    }
+}
+
+/// A level-0 tile that cannot be read is stood in for by the coarser level as when the
+/// level is assembled whole, so the tree built from the tiles is the tree of that stood-in
+/// field, bit for bit, and the tile is named once.
+#[test]
+fn a_damaged_tile_stands_in_as_in_the_assembled_level() {
+    use crate::tiles::{ImportOptions, TiledPyramid, TiledTerrain, import};
+    for float in [false, true] {
+        let field = stepped_field_as(97, 70, 3, float);
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let options = ImportOptions::with_tile_cells(16);
+        import(&field, dir.path(), &options, &|_, _| {}).expect("import");
+        let damaged = dir.path().join("0/2/1.tile");
+        let mut bytes = std::fs::read(&damaged).expect("the tile exists");
+        let end = bytes.len() - 1;
+        bytes[end - 40] ^= 0x5a;
+        std::fs::write(&damaged, bytes).expect("writable");
+        let terrain = TiledTerrain::open(dir.path()).expect("open");
+        let (stood_in, stand_ins) = terrain
+            .to_heightfield_standing_in(0, u64::MAX)
+            .expect("the level, stood in");
+        assert_eq!(stand_ins.len(), 1);
+        assert!(stood_in.samples() != field.samples(), "the damage shows");
+        let tiles = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+        let adaptive = AdaptiveOptions::default().with_list_vertices(true);
+        let lod = LodOptions::default().with_adaptive(adaptive);
+        let pyramid = Pyramid::build(&stood_in);
+        let in_memory = AdaptiveLod::with_options(&stood_in, &pyramid, lod, adaptive);
+        let from_tiles = AdaptiveLod::from_tiles(&tiles, lod, adaptive).expect("built");
+        assert!(in_memory.tree == from_tiles.tree, "f32 {float}");
+        assert_eq!(tiles.stand_ins(), stand_ins, "f32 {float}");
+        assert!(
+            stand_ins[0].fault.contains("2/1.tile"),
+            "{}",
+            stand_ins[0].fault
+        );
+    }
+}

@@ -65,6 +65,7 @@ use super::records::{
 use crate::camera::Aabb;
 use crate::heightfield::{Heightfield, Samples};
 use crate::pyramid::Pyramid;
+use crate::tiles::{TileError, TiledPyramid};
 use glam::Vec3;
 use rayon::prelude::*;
 
@@ -181,7 +182,7 @@ impl Sq {
 }
 
 /// One level of the quadtree: square size and the squares that intersect the data.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LevelShape {
     /// Cells per square side.
     pub size: u32,
@@ -301,7 +302,7 @@ pub(super) enum VertexHeights {
 }
 
 /// The sparse tree: a pool of squares and what is needed to walk it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct SquareTree {
     pub records: Vec<SquareRecord>,
     vertex_heights: VertexHeights,
@@ -887,6 +888,121 @@ impl Source for FieldSource<'_> {
 
     fn cell_size(&self) -> f32 {
         self.field.mapping().cell_size
+    }
+}
+
+/// An imported terrain's tiles, through its [`TiledPyramid`] (issue 9, step 5 of
+/// docs/ADAPTIVE_PAGING.md): the answers of a [`FieldSource`] over the same terrain, bit
+/// for bit, without the finest level in memory. A tile that cannot be read is kept as the
+/// build's failure ([`TilesSource::failure`]) and answered with zeros meanwhile: the tree
+/// built then is thrown away.
+pub(super) struct TilesSource<'a> {
+    pub tiles: &'a TiledPyramid,
+    mapping: crate::heightfield::WorldMapping,
+    integer: bool,
+    failure: std::sync::Mutex<Option<TileError>>,
+}
+
+impl<'a> TilesSource<'a> {
+    pub fn new(tiles: &'a TiledPyramid) -> Self {
+        let header = tiles.terrain().header();
+        TilesSource {
+            tiles,
+            mapping: tiles.terrain().level_mapping(0),
+            integer: !matches!(header.sample_type, crate::tiles::SampleType::F32),
+            failure: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The first tile that could not be read, if any.
+    pub fn failure(self) -> Option<TileError> {
+        self.failure.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn or_fail<T: Default>(&self, result: Result<T, TileError>) -> T {
+        result.unwrap_or_else(|e| {
+            let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+            failure.get_or_insert(e);
+            T::default()
+        })
+    }
+
+    fn height_codes(&self, step: Option<f64>) -> HeightCodes {
+        let (lo, hi) = self.tiles.raw_range();
+        HeightCodes::new(
+            f64::from(lo),
+            f64::from(hi),
+            f64::from(self.mapping.height_scale),
+            f64::from(self.mapping.height_offset),
+            step,
+        )
+    }
+}
+
+impl Source for TilesSource<'_> {
+    fn shapes(&self) -> Vec<LevelShape> {
+        (0..self.tiles.levels())
+            .map(|level| {
+                let (nx, nz) = self.tiles.nodes(level);
+                LevelShape {
+                    size: self.tiles.node_size(level),
+                    nx,
+                    nz,
+                }
+            })
+            .collect()
+    }
+
+    fn bounds(&self, level: usize, ix: u32, iz: u32) -> (f64, f64, f32) {
+        let b = self
+            .or_fail(self.tiles.node(level, ix, iz).map(Some))
+            .unwrap_or(crate::pyramid::NodeBounds {
+                min_y: 0.0,
+                max_y: 0.0,
+                error: 0.0,
+            });
+        (f64::from(b.min_y), f64::from(b.max_y), b.error)
+    }
+
+    fn raw(&self, col: u32, row: u32) -> f64 {
+        f64::from(self.or_fail(self.tiles.raw_clamped(col, row)))
+    }
+
+    fn codes(&self) -> HeightCodes {
+        self.height_codes(self.integer.then_some(1.0))
+    }
+
+    fn box_codes(&self) -> HeightCodes {
+        self.height_codes(None)
+    }
+
+    fn drawn(&self, raw: f64) -> f32 {
+        let mapping = self.mapping;
+        (raw * f64::from(mapping.height_scale) + f64::from(mapping.height_offset)) as f32
+    }
+
+    fn world_error(&self, raw: f64) -> f32 {
+        if raw == 0.0 {
+            return 0.0;
+        }
+        let (lo, hi) = self.tiles.raw_range();
+        let slack = if self.integer {
+            0.0
+        } else {
+            f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45)
+        };
+        let scale = f64::from(self.mapping.height_scale.abs());
+        round_up((raw + slack) * scale * (1.0 + 2f64.powi(-16)))
+    }
+
+    fn largest_height(&self) -> f64 {
+        let (lo, hi) = self.tiles.raw_range();
+        let (a, b) = (self.mapping.world_y(lo), self.mapping.world_y(hi));
+        f64::from(a.abs().max(b.abs()))
+    }
+
+    fn cell_size(&self) -> f32 {
+        self.mapping.cell_size
     }
 }
 

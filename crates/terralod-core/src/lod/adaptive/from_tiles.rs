@@ -1,0 +1,172 @@
+//! Algorithm A over an imported directory (issue 9): its tree built from the tiles
+//! ([`AdaptiveLod::from_tiles`], the same tree as from the terrain in memory), its vertices
+//! listed with their drawn heights so a renderer holding only a coarse level draws it, and
+//! its pages on disk: what `--algo adaptive` gives a command over an imported directory,
+//! beside the algorithms that stream tiles while they select.
+
+use super::{AdaptiveLod, DetailError};
+use crate::camera::Aabb;
+use crate::lod::{
+    BuildError, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamCounts,
+    StreamedSource, StreamingLod, View,
+};
+use crate::tiles::{StandIn, TileError, TiledPyramid};
+
+/// Why algorithm A could not be built from an imported terrain's tiles.
+#[derive(Debug, thiserror::Error)]
+pub enum TilesBuildError {
+    #[error(transparent)]
+    Tile(#[from] TileError),
+    #[error(transparent)]
+    Grid(Box<BuildError>),
+    #[error(transparent)]
+    Tree(#[from] DetailError),
+    #[error(
+        "algorithm adaptive builds its tree from the stored levels: procedural detail below \
+         them (--detail-levels) is drawn by the streaming algorithms streamed and \
+         streamed-quadtree"
+    )]
+    Detail,
+}
+
+impl From<BuildError> for TilesBuildError {
+    fn from(error: BuildError) -> Self {
+        TilesBuildError::Grid(Box::new(error))
+    }
+}
+
+/// Algorithm A built from an imported directory's tiles, beside the directory's tile cache
+/// (which it does not read while selecting: the tree holds its heights; the cache serves
+/// the commands' reports and a renderer's coarse level as for the streaming algorithms).
+pub struct TiledAdaptive {
+    lod: AdaptiveLod<'static>,
+    tiles: StreamedSource,
+    /// Tiles that could not be read while the tree was built, and the coarser level that
+    /// stood in: all of them, and those not yet reported.
+    stood_in: usize,
+    unreported: Vec<StandIn>,
+}
+
+/// A level-0 tile that stood in while the tree was built, as a fault to report.
+#[derive(Debug)]
+struct StoodIn(StandIn);
+
+impl std::fmt::Display for StoodIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.0;
+        write!(
+            f,
+            "{}: a coarser level stands in (level {} interpolated from level {})",
+            s.fault, s.level, s.from_level
+        )
+    }
+}
+
+impl std::error::Error for StoodIn {}
+
+impl std::fmt::Debug for TiledAdaptive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiledAdaptive")
+            .field("squares", &self.lod.squares())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TiledAdaptive {
+    /// Builds the tree from the directory of `tiles` (vertices listed, pages on disk in
+    /// the temporary folder when `options` asks for frames). A tile that cannot be read is
+    /// stood in for by the coarser level, reported once by [`LodAlgorithm::take_faults`]
+    /// and counted in [`Reads::failed`].
+    pub fn new(tiles: StreamedSource, options: LodOptions) -> Result<TiledAdaptive, BuildError> {
+        if tiles.options().levels > 0 {
+            return Err(TilesBuildError::Detail.into());
+        }
+        let pyramid =
+            TiledPyramid::build(tiles.inner().terrain()).map_err(TilesBuildError::from)?;
+        let adaptive = options.adaptive.with_list_vertices(true);
+        let options = options.with_adaptive(adaptive);
+        let lod = AdaptiveLod::from_tiles(&pyramid, options, adaptive)?
+            .with_pages_in(&std::env::temp_dir())?;
+        let unreported = pyramid.stand_ins();
+        Ok(TiledAdaptive {
+            lod,
+            tiles,
+            stood_in: unreported.len(),
+            unreported,
+        })
+    }
+
+    /// The algorithm itself.
+    pub fn adaptive(&self) -> &AdaptiveLod<'static> {
+        &self.lod
+    }
+}
+
+impl LodAlgorithm for TiledAdaptive {
+    fn name(&self) -> &'static str {
+        self.lod.name()
+    }
+
+    fn select(&mut self, view: &View) -> Selection<'_> {
+        self.lod.select(view)
+    }
+
+    fn stats(&self) -> &SelectionStats {
+        self.lod.stats()
+    }
+
+    fn state_bytes(&self) -> usize {
+        self.lod.state_bytes()
+    }
+
+    fn error_bounded(&self) -> bool {
+        self.lod.error_bounded()
+    }
+
+    fn drawn_boxes(&self, out: &mut Vec<Aabb>) {
+        self.lod.drawn_boxes(out);
+    }
+
+    fn reads(&self) -> Reads {
+        let reads = self.lod.reads();
+        Reads {
+            failed: reads.failed + self.stood_in,
+            ..reads
+        }
+    }
+
+    fn await_reads(&mut self) {
+        self.lod.await_reads();
+    }
+
+    fn take_faults(&mut self) -> Vec<Box<dyn std::error::Error + Send + Sync>> {
+        let mut faults = self.lod.take_faults();
+        for stood_in in self.unreported.drain(..) {
+            faults.push(Box::new(StoodIn(stood_in)));
+        }
+        faults
+    }
+}
+
+impl StreamingLod for TiledAdaptive {
+    type Source = StreamedSource;
+
+    fn source(&self) -> &StreamedSource {
+        &self.tiles
+    }
+
+    fn source_mut(&mut self) -> &mut StreamedSource {
+        &mut self.tiles
+    }
+
+    /// Squares drawn; none held back for tiles (the tree holds its heights; squares that
+    /// wait for pages are in [`LodAlgorithm::reads`]).
+    fn stream_counts(&self) -> StreamCounts {
+        StreamCounts {
+            unit: "squares",
+            drawn: self.lod.stats().nodes_drawn,
+            held_back: 0,
+            deferred: 0,
+        }
+    }
+}

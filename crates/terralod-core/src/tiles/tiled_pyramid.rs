@@ -1,0 +1,506 @@
+//! Algorithm Q's [`Pyramid`] of an imported terrain, without its finest level in memory
+//! (issue 9; step 5 of docs/ADAPTIVE_PAGING.md): what algorithm A's build reads to build
+//! its tree from an imported directory.
+//!
+//! A node no larger than a tile lies inside one level-0 tile (both are aligned powers of
+//! two), and its bounds read only its own samples, padding included (the tiles are padded
+//! by repetition as the pyramid pads): so a pyramid of that tile gives the whole pyramid's
+//! bounds, bit for bit, once its `f32` rounding slack is the whole terrain's
+//! ([`Pyramid::build_for_piece`]). Such pyramids are built when asked and a few are kept.
+//!
+//! The nodes larger than a tile (the *top*) are computed once, by two passes over the
+//! level-0 tiles: the first gives each tile's root bounds, the terrain's raw range and the
+//! samples at the tiles' corners; the second compares every sample with the fan of each
+//! of its top ancestors (their nine vertices lie at tile corners), padding included: tile
+//! squares beyond the data repeat the border tiles. Then, as the pyramid does, a node's
+//! error is made the largest of its own and its children's, and its height range is its
+//! stored children's. For 16-bit sources every value is exact, so the top equals the whole
+//! pyramid's; for `f32` sources it is an upper bound within the same rounding slack.
+
+use super::{StandIn, TileError, TiledTerrain};
+use crate::heightfield::{Heightfield, padded_side};
+use crate::pyramid::{NodeBounds, Pyramid, own_error_to_world};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Bounds before any sample is seen.
+const EMPTY: NodeBounds = NodeBounds {
+    min_y: f32::INFINITY,
+    max_y: f32::NEG_INFINITY,
+    error: 0.0,
+};
+
+/// Bytes of tile pyramids (samples and nodes) kept for [`TiledPyramid::node`]; past it the
+/// least recently used quarter goes. 256-cell 16-bit tiles take about 400 KB each, so the
+/// Grand Canyon's 128 fit and are each built once.
+const KEPT_BYTES: usize = 256 << 20;
+
+/// Identities of the pyramids built so far.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// One level of the quadtree: node size in cells and the stored nodes along x and z.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    size: u32,
+    nx: u32,
+    nz: u32,
+}
+
+/// A level-0 tile as a heightfield of `(N + 1)²` samples and its pyramid.
+#[derive(Debug)]
+struct TilePyramid {
+    tile: (u32, u32),
+    field: Heightfield,
+    pyramid: Pyramid,
+}
+
+/// A kept tile pyramid and the use count at its last use.
+type KeptTile = (Arc<TilePyramid>, AtomicU64);
+
+/// The pyramid of an imported terrain, its nodes no larger than a tile built on demand.
+#[derive(Debug)]
+pub struct TiledPyramid {
+    terrain: TiledTerrain,
+    shapes: Vec<Shape>,
+    /// Bounds of the nodes larger than a tile, per level from the root, row-major.
+    top: Vec<Vec<NodeBounds>>,
+    raw_range: (f32, f32),
+    /// Tile pyramids kept, each with the use count at its last use.
+    tiles: RwLock<HashMap<(u32, u32), KeptTile>>,
+    /// Uses so far (the clock of the least recently used).
+    uses: AtomicU64,
+    /// This pyramid among all built in the process (for the threads' last tiles).
+    id: u64,
+    stand_ins: StandIns,
+}
+
+impl TiledPyramid {
+    /// Builds the top of the pyramid of `terrain` (two passes over its level-0 tiles, in
+    /// parallel). A tile that cannot be read is stood in for by the coarser level
+    /// ([`TiledPyramid::stand_ins`]); fails when no level can stand in.
+    pub fn build(terrain: &TiledTerrain) -> Result<TiledPyramid, TileError> {
+        let header = terrain.header();
+        let (width, height) = (header.width, header.height);
+        let padded = padded_side(width, height);
+        let shapes: Vec<Shape> = (0..(padded - 1).trailing_zeros())
+            .map(|level| {
+                let size = (padded - 1) >> level;
+                let along = |samples: u32| (samples - 1).div_ceil(size).max(1);
+                Shape {
+                    size,
+                    nx: along(width),
+                    nz: along(height),
+                }
+            })
+            .collect();
+        let n = header.tile_cells;
+        let top_levels = shapes.iter().take_while(|s| s.size > n).count();
+        let grid = header.levels[0];
+        let (tiles_x, tiles_z) = (grid.tiles_x, grid.tiles_y);
+        let stand_ins = StandIns::default();
+
+        // Pass 1: the raw range and the samples at the tiles' corners.
+        let keys: Vec<(u32, u32)> = (0..tiles_z)
+            .flat_map(|tz| (0..tiles_x).map(move |tx| (tx, tz)))
+            .collect();
+        let first: Vec<((f32, f32), [f32; 4])> = keys
+            .par_iter()
+            .map(|&(tx, tz)| {
+                let field = stand_ins.tile(terrain, tx, tz)?;
+                let corners = [(0, 0), (n, 0), (0, n), (n, n)].map(|(i, j)| field.raw(i, j));
+                Ok((field.raw_range(), corners))
+            })
+            .collect::<Result<_, TileError>>()?;
+        let raw_range = first
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |r, f| {
+                (r.0.min(f.0.0), r.1.max(f.0.1))
+            });
+        let max_abs = f64::from(raw_range.0.abs().max(raw_range.1.abs()));
+        let stride = tiles_x as usize + 1;
+        let mut corners = vec![0.0f32; stride * (tiles_z as usize + 1)];
+        for (&(tx, tz), (_, c)) in keys.iter().zip(&first) {
+            for (k, (dx, dz)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
+                corners[(tz + dz) as usize * stride + (tx + dx) as usize] = c[k];
+            }
+        }
+        // Corner (i, j) of the tile grid; beyond the data, the border's (the padding).
+        let corner = |i: u32, j: u32| {
+            f64::from(corners[j.min(tiles_z) as usize * stride + i.min(tiles_x) as usize])
+        };
+
+        // Pass 2, over every tile square of the root (beyond the data, the border tile
+        // repeated): each tile's root bounds, and the top nodes' own errors.
+        let mut top: Vec<Vec<NodeBounds>> = shapes[..top_levels]
+            .iter()
+            .map(|s| vec![EMPTY; (s.nx * s.nz) as usize])
+            .collect();
+        if top_levels > 0 {
+            let squares = (shapes[0].size / n, shapes[0].size / n);
+            let squares: Vec<(u32, u32)> = (0..squares.1)
+                .flat_map(|sz| (0..squares.0).map(move |sx| (sx, sz)))
+                .collect();
+            let integer = !matches!(header.sample_type, super::SampleType::F32);
+            let scale = terrain.level_mapping(0).height_scale;
+            type Square = (Option<NodeBounds>, Vec<(usize, usize, f32)>);
+            let second: Vec<Square> = squares
+                .par_iter()
+                .map(|&(sx, sz)| {
+                    let (bx, bz) = (sx.min(tiles_x - 1), sz.min(tiles_z - 1));
+                    let field = stand_ins.tile(terrain, bx, bz)?;
+                    let root = (bx == sx && bz == sz)
+                        .then(|| Pyramid::build_for_piece(&field, max_abs).node(0, 0, 0));
+                    // The square's sample (i, j), through the border tile's padding.
+                    let raw = |i: u32, j: u32| {
+                        let x = ((sx * n + i).min(width - 1) - bx * n).min(n);
+                        let z = ((sz * n + j).min(height - 1) - bz * n).min(n);
+                        f64::from(field.raw(x, z))
+                    };
+                    let mut own = Vec::with_capacity(top_levels);
+                    for (level, shape) in shapes[..top_levels].iter().enumerate() {
+                        let per = shape.size / n;
+                        let (ix, iz) = (sx / per, sz / per);
+                        if ix >= shape.nx || iz >= shape.nz {
+                            continue;
+                        }
+                        let fan = Fan::new(per, ix, iz, &corner);
+                        let worst = fan.worst(n, (sx % per) * n, (sz % per) * n, &raw);
+                        let half = f64::from(shape.size / 2);
+                        let error = own_error_to_world(worst / half, integer, max_abs, scale);
+                        own.push((level, (iz * shape.nx + ix) as usize, error));
+                    }
+                    Ok((root, own))
+                })
+                .collect::<Result<_, TileError>>()?;
+            let mut roots = vec![EMPTY; keys.len()];
+            for (&(sx, sz), (root, own)) in squares.iter().zip(second) {
+                if let Some(root) = root {
+                    roots[(sz * tiles_x + sx) as usize] = root;
+                }
+                for (level, i, error) in own {
+                    top[level][i].error = top[level][i].error.max(error);
+                }
+            }
+            // Height ranges from the stored children, errors made monotone, finest first.
+            for level in (0..top_levels).rev() {
+                let (shape, below) = (shapes[level], shapes[level + 1]);
+                for iz in 0..shape.nz {
+                    for ix in 0..shape.nx {
+                        let mut node = top[level][(iz * shape.nx + ix) as usize];
+                        for (dx, dz) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                            let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
+                            if cx >= below.nx || cz >= below.nz {
+                                continue;
+                            }
+                            let i = (cz * below.nx + cx) as usize;
+                            let child = if level + 1 < top_levels {
+                                top[level + 1][i]
+                            } else {
+                                roots[i]
+                            };
+                            node.min_y = node.min_y.min(child.min_y);
+                            node.max_y = node.max_y.max(child.max_y);
+                            node.error = node.error.max(child.error);
+                        }
+                        top[level][(iz * shape.nx + ix) as usize] = node;
+                    }
+                }
+            }
+        }
+        Ok(TiledPyramid {
+            terrain: terrain.clone(),
+            shapes,
+            top,
+            raw_range,
+            tiles: RwLock::new(HashMap::new()),
+            uses: AtomicU64::new(0),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            stand_ins,
+        })
+    }
+
+    /// Number of levels: level 0 is the root, the last the 3 × 3 nodes (as [`Pyramid`]).
+    pub fn levels(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// Cells per side of a node at `level`.
+    pub fn node_size(&self, level: usize) -> u32 {
+        self.shapes[level].size
+    }
+
+    /// Number of stored nodes along x and z at `level`.
+    pub fn nodes(&self, level: usize) -> (u32, u32) {
+        (self.shapes[level].nx, self.shapes[level].nz)
+    }
+
+    /// The smallest and largest raw sample of the terrain.
+    pub fn raw_range(&self) -> (f32, f32) {
+        self.raw_range
+    }
+
+    /// The level-0 tiles that could not be read so far, each once with what stood in for
+    /// it (as [`TiledTerrain::to_heightfield_standing_in`] reports them); every bound
+    /// holds against the stood-in samples.
+    pub fn stand_ins(&self) -> Vec<StandIn> {
+        let kept = self.stand_ins.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// The terrain.
+    pub fn terrain(&self) -> &TiledTerrain {
+        &self.terrain
+    }
+
+    /// Bounds of a stored node (as [`Pyramid::node`]); for a node no larger than a tile,
+    /// its tile is read (or stood in for) unless its pyramid is kept.
+    pub fn node(&self, level: usize, ix: u32, iz: u32) -> Result<NodeBounds, TileError> {
+        if let Some(top) = self.top.get(level) {
+            return Ok(top[(iz * self.shapes[level].nx + ix) as usize]);
+        }
+        let n = self.terrain.header().tile_cells;
+        let size = self.shapes[level].size;
+        let (x, z) = (ix * size, iz * size);
+        let local = (n / size).trailing_zeros() as usize;
+        self.with_tile((x / n, z / n), |tile| {
+            tile.pyramid.node(local, (x % n) / size, (z % n) / size)
+        })
+    }
+
+    /// Raw value of a level-0 sample, the border repeated beyond the data.
+    pub fn raw_clamped(&self, col: u32, row: u32) -> Result<f32, TileError> {
+        let header = self.terrain.header();
+        let (col, row) = (col.min(header.width - 1), row.min(header.height - 1));
+        let n = header.tile_cells;
+        // A sample on a tile's last row or column is also the next tile's first: take the
+        // tile it lies in (or the last one).
+        let grid = header.levels[0];
+        let (tx, tz) = (
+            (col / n).min(grid.tiles_x - 1),
+            (row / n).min(grid.tiles_y - 1),
+        );
+        self.with_tile((tx, tz), |tile| tile.field.raw(col - tx * n, row - tz * n))
+    }
+
+    /// `f` of the pyramid of a level-0 tile: the one this thread used last, a kept one, or
+    /// a new one. The build asks for neighbouring samples and nodes millions of times, so
+    /// a thread asking again for its last tile touches no lock and no shared counter.
+    fn with_tile<R>(
+        &self,
+        key: (u32, u32),
+        f: impl FnOnce(&TilePyramid) -> R,
+    ) -> Result<R, TileError> {
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<(u64, Arc<TilePyramid>)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let mut f = Some(f);
+        let hit = LAST.with_borrow(|last| match last {
+            Some((id, tile)) if *id == self.id && tile.tile == key => f.take().map(|f| f(tile)),
+            _ => None,
+        });
+        if let Some(result) = hit {
+            return Ok(result);
+        }
+        let tile = self.tile(key)?;
+        LAST.with_borrow_mut(|last| *last = Some((self.id, tile.clone())));
+        let f = f.take().expect("not called on a miss");
+        Ok(f(&tile))
+    }
+
+    /// The kept pyramid of a level-0 tile, or a new one.
+    fn tile(&self, key: (u32, u32)) -> Result<Arc<TilePyramid>, TileError> {
+        let now = self.uses.fetch_add(1, Ordering::Relaxed);
+        {
+            let kept = self.tiles.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((tile, used)) = kept.get(&key) {
+                used.store(now, Ordering::Relaxed);
+                return Ok(tile.clone());
+            }
+        }
+        // Built outside the lock: other threads go on with their tiles meanwhile.
+        let field = self.stand_ins.tile(&self.terrain, key.0, key.1)?;
+        let (lo, hi) = self.raw_range;
+        let pyramid = Pyramid::build_for_piece(&field, f64::from(lo.abs().max(hi.abs())));
+        let bytes = field.samples().len() * 4 + pyramid.memory_bytes();
+        let tile = Arc::new(TilePyramid {
+            tile: key,
+            field,
+            pyramid,
+        });
+        let mut kept = self.tiles.write().unwrap_or_else(|e| e.into_inner());
+        if (kept.len() + 1) * bytes > KEPT_BYTES {
+            let mut ages: Vec<u64> = kept
+                .values()
+                .map(|(_, u)| u.load(Ordering::Relaxed))
+                .collect();
+            let quarter = ages.len() / 4;
+            let (_, &mut oldest, _) = ages.select_nth_unstable(quarter);
+            kept.retain(|_, (_, used)| used.load(Ordering::Relaxed) > oldest);
+        }
+        kept.insert(key, (tile.clone(), AtomicU64::new(now)));
+        Ok(tile)
+    }
+}
+
+/// The level-0 tiles as the pyramid reads them: through [`TiledTerrain::tile_standing_in`],
+/// each tile that stood in kept once.
+#[derive(Debug, Default)]
+struct StandIns(Mutex<Vec<((u32, u32), StandIn)>>);
+
+impl StandIns {
+    /// Level-0 tile `(tx, tz)` as a heightfield of `(N + 1)²` samples.
+    fn tile(&self, terrain: &TiledTerrain, tx: u32, tz: u32) -> Result<Heightfield, TileError> {
+        let (field, stood_in) = terrain.tile_standing_in(0, tx, tz)?;
+        if let Some(stood_in) = stood_in {
+            let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if !kept.iter().any(|(key, _)| *key == (tx, tz)) {
+                kept.push(((tx, tz), stood_in));
+            }
+        }
+        Ok(field)
+    }
+}
+
+/// The 3 × 3 fan of a top node, its vertices' raw heights read from the tile corners.
+struct Fan {
+    /// Cells per node side, in tiles.
+    per: u32,
+    /// Raw heights: `v[j][i]` at `(i, j) · half` from the node's corner.
+    v: [[f64; 3]; 3],
+}
+
+impl Fan {
+    fn new(per: u32, ix: u32, iz: u32, corner: &impl Fn(u32, u32) -> f64) -> Fan {
+        let half = per / 2;
+        let (x0, z0) = (ix * per, iz * per);
+        let v = [0, 1, 2].map(|j| [0, 1, 2].map(|i| corner(x0 + i * half, z0 + j * half)));
+        Fan { per, v }
+    }
+
+    /// The largest `|half · h − half · S|` over the samples `(ox + i, oz + j)`,
+    /// `i, j ∈ 0..=n`, of the node's square (cells from its corner), `raw(i, j)` their
+    /// heights. Exact for integer heights (every term is an integer below 2^53).
+    fn worst(&self, n: u32, ox: u32, oz: u32, raw: &impl Fn(u32, u32) -> f64) -> f64 {
+        let half = i64::from(self.per / 2) * i64::from(n);
+        let centre = self.v[1][1];
+        let mut worst = 0.0f64;
+        for j in 0..=n {
+            let v = i64::from(oz + j) - half;
+            for i in 0..=n {
+                let u = i64::from(ox + i) - half;
+                let (a, b) = (u.abs(), v.abs());
+                // The fan triangle holding (u, v): the centre, the midpoint of the side
+                // the larger offset points to, and the corner between.
+                let (su, sv) = (1 + u.signum(), 1 + v.signum());
+                let (mid, k, (a, b)) = if a >= b {
+                    (
+                        self.v[1][su as usize],
+                        self.v[sv as usize][su as usize],
+                        (a, b),
+                    )
+                } else {
+                    (
+                        self.v[sv as usize][1],
+                        self.v[sv as usize][su as usize],
+                        (b, a),
+                    )
+                };
+                let scaled = (half - a) as f64 * centre + (a - b) as f64 * mid + b as f64 * k;
+                let h = raw(i, j) * half as f64;
+                worst = worst.max((h - scaled).abs());
+            }
+        }
+        worst
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heightfield::{Samples, WorldMapping};
+    use crate::tiles::{ImportOptions, import};
+
+    /// Rough relief: a slope with random spikes on a quarter of the samples (a hash of
+    /// the position), in every sample type.
+    fn field(width: u32, height: u32, kind: u32) -> Heightfield {
+        let value = |i: u32| {
+            let mut h = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(kind);
+            h ^= h >> 29;
+            h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            h ^= h >> 32;
+            let (x, z) = (i % width, i / width);
+            let slope = (x * 3 + z * 2) as f32;
+            slope + if h % 4 == 0 { (h % 997) as f32 } else { 0.0 }
+        };
+        let n = width * height;
+        let samples = match kind {
+            0 => Samples::U16((0..n).map(|i| value(i) as u16).collect()),
+            1 => Samples::I16((0..n).map(|i| value(i) as i16 - 900).collect()),
+            _ => Samples::F32((0..n).map(|i| value(i) * 0.37 - 55.5).collect()),
+        };
+        let mapping = WorldMapping {
+            cell_size: 3.0,
+            height_scale: if kind == 1 { -0.5 } else { 0.25 },
+            height_offset: 10.0,
+        };
+        Heightfield::new(width, height, samples)
+            .and_then(|f| f.with_mapping(mapping))
+            .expect("a valid field")
+    }
+
+    /// Every node of every level equals the whole pyramid's: the top from the two passes
+    /// (padding beyond the data included), the others from their tile's pyramid.
+    #[test]
+    fn a_pyramid_built_tile_by_tile_is_the_whole_pyramid() {
+        let sizes = [
+            (33, 33, 4),
+            (37, 21, 4),
+            (65, 9, 8),
+            (100, 70, 8),
+            (17, 17, 16),
+            (5, 40, 2),
+        ];
+        for (width, height, tile_cells) in sizes {
+            for kind in 0..3 {
+                let field = field(width, height, kind);
+                let dir = tempfile::tempdir().expect("a temporary folder");
+                let options = ImportOptions::with_tile_cells(tile_cells);
+                import(&field, dir.path(), &options, &|_, _| {}).expect("import");
+                let terrain = TiledTerrain::open(dir.path()).expect("open");
+                let tiled = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+                let whole = Pyramid::build(&field);
+                let case = format!("{width} x {height}, tiles of {tile_cells}, kind {kind}");
+                assert_eq!(tiled.levels(), whole.levels(), "{case}");
+                assert_eq!(tiled.raw_range(), field.raw_range(), "{case}");
+                let mut top_nodes = 0;
+                for level in 0..whole.levels() {
+                    assert_eq!(tiled.nodes(level), whole.nodes(level), "{case}");
+                    let (nx, nz) = whole.nodes(level);
+                    for iz in 0..nz {
+                        for ix in 0..nx {
+                            let got = tiled.node(level, ix, iz).expect("a node");
+                            let want = whole.node(level, ix, iz);
+                            assert_eq!(got, want, "{case}: node ({ix}, {iz}) of level {level}");
+                            top_nodes += usize::from(whole.node_size(level) > tile_cells);
+                        }
+                    }
+                }
+                assert!(
+                    top_nodes > 0 || width.max(height) <= tile_cells + 1,
+                    "{case}"
+                );
+                for (col, row) in [(0, 0), (width - 1, height - 1), (width + 5, 2), (3, height)] {
+                    let want = field.raw_clamped(col, row);
+                    assert_eq!(
+                        tiled.raw_clamped(col, row).expect("a sample"),
+                        want,
+                        "{case}"
+                    );
+                }
+            }
+        }
+    }
+}

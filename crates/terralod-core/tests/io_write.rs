@@ -274,3 +274,52 @@ fn devices_are_written_in_place() {
         );
     }
 }
+
+/// A named pipe no process reads is refused at once (opening it to write would wait for a
+/// reader for ever, deaf to signals); with a reader, everything written reaches it.
+#[cfg(unix)]
+#[test]
+fn pipes_without_a_reader_are_refused_and_pipes_with_one_are_written() {
+    use std::io::Read;
+    let dir = scratch_dir("fifo");
+    let pipe = dir.join("out.bin");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: pipes_without_a_reader_are_refused: no mkfifo");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let error = write_file_atomically(&pipe, |out| out.write_all(b"lost"))
+        .expect_err("no process reads the pipe");
+    assert!(matches!(error.problem, WriteProblem::NoReader), "{error}");
+    assert!(error.to_string().contains("out.bin"), "{error}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let reader = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            std::fs::File::open(&pipe)
+                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .expect("the pipe reads");
+            bytes
+        })
+    };
+    // The reader opens the pipe when it runs: wait until it has (a write then succeeds).
+    let payload = vec![7u8; 300_000];
+    let mut written = false;
+    for _ in 0..500 {
+        match write_file_atomically(&pipe, |out| out.write_all(&payload)) {
+            Ok(()) => {
+                written = true;
+                break;
+            }
+            Err(e) if matches!(e.problem, WriteProblem::NoReader) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(written, "the reader never opened the pipe");
+    assert_eq!(reader.join().expect("the reader ends"), payload);
+    assert!(std::fs::metadata(&pipe).is_ok_and(|m| !m.is_file()), "the pipe was replaced");
+}

@@ -118,6 +118,11 @@ pub enum WriteProblem {
     #[error("{} is not a folder", .0.display())]
     NotAFolder(PathBuf),
     #[error(
+        "it is a pipe no process reads: writing would wait for a reader for ever (start \
+         the reader first)"
+    )]
+    NoReader,
+    #[error(
         "quantization scale {scale}, offset {offset} is unusable: the scale must be finite and non-zero"
     )]
     InvalidQuantization { scale: f64, offset: f64 },
@@ -289,6 +294,34 @@ fn destination_problem(path: &Path) -> Option<WriteProblem> {
     }
 }
 
+/// Opens a device or pipe to write in place. A named pipe that no process has open for
+/// reading is refused ([`WriteProblem::NoReader`]): opening it would block until one does,
+/// and a signal would not end the wait.
+fn open_in_place(path: &Path) -> Result<File, WriteProblem> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+            // Without blocking, the open fails with ENXIO when the pipe has no reader. The
+            // probe stays open while the blocking handle opens (at once: a reader is
+            // there), so the reader never sees every writer gone (which it reads as the
+            // end).
+            let probe = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::ENXIO) => WriteProblem::NoReader,
+                    _ => WriteProblem::Io(e),
+                })?;
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            drop(probe);
+            return Ok(file);
+        }
+    }
+    Ok(std::fs::OpenOptions::new().write(true).open(path)?)
+}
+
 fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut Watched<'_, &mut File>) -> Result<(), WriteProblem>,
@@ -307,7 +340,7 @@ fn write_atomically(
     // A device or pipe (`/dev/stdout`, a FIFO) is written in place: renaming a file over
     // it would replace it (as root, even `/dev/full` or `/dev/null`).
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+        let mut file = open_in_place(path)?;
         return run(&mut file);
     }
     if let Some(problem) = destination_problem(path) {

@@ -321,5 +321,8 @@ fn pipes_without_a_reader_are_refused_and_pipes_with_one_are_written() {
     }
     assert!(written, "the reader never opened the pipe");
     assert_eq!(reader.join().expect("the reader ends"), payload);
-    assert!(std::fs::metadata(&pipe).is_ok_and(|m| !m.is_file()), "the pipe was replaced");
+    assert!(
+        std::fs::metadata(&pipe).is_ok_and(|m| !m.is_file()),
+        "the pipe was replaced"
+    );
 }

@@ -765,3 +765,47 @@ fn a_directory_too_large_to_load_streams_when_no_algorithm_is_named() {
     assert!(stderr.contains(note), "{stderr}");
     assert_eq!(last_json(&stdout)["algorithm"], "streamed-quadtree");
 }
+
+/// `--algo adaptive` over a directory builds its tree from the tiles: its export is the
+/// file's, byte for byte (listed vertices both ways); a local detail, which only a tree
+/// built from the file takes, is refused in one line and nothing is written.
+#[test]
+fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (file, tiles) = terrain(dir.path());
+    let (file, tiles) = (
+        file.to_str().expect("UTF-8"),
+        tiles.to_str().expect("UTF-8"),
+    );
+    let from_file = dir.path().join("file.ply");
+    let from_tiles = dir.path().join("tiles.ply");
+    let mut args = streamed_mesh("adaptive", file, from_file.to_str().expect("UTF-8"));
+    args.extend_from_slice(&["--raw-size", "129x97", "--list-vertices"]);
+    args.extend_from_slice(&MAPPING);
+    ok(&args);
+    let args = streamed_mesh("adaptive", tiles, from_tiles.to_str().expect("UTF-8"));
+    let summary = last_json(&ok(&args).0);
+    assert_eq!(summary["tolerance_held"], true, "{summary}");
+    let (a, b) = (
+        std::fs::read(&from_file).expect("written"),
+        std::fs::read(&from_tiles).expect("written"),
+    );
+    assert!(a.len() > 1000);
+    assert!(a == b, "the exports differ");
+    let detail = dir.path().join("detail.png");
+    let pixels: Vec<u8> = (0..17 * 17).map(|i| (i % 13) as u8).collect();
+    image::save_buffer(&detail, &pixels, 17, 17, image::ColorType::L8).expect("writable");
+    let refused_out = dir.path().join("refused.ply");
+    let mut args = streamed_mesh("adaptive", tiles, refused_out.to_str().expect("UTF-8"));
+    let detail = detail.to_str().expect("UTF-8");
+    args.extend_from_slice(&["--detail", detail, "--detail-origin", "0,0"]);
+    args.extend_from_slice(&["--detail-cell-size", "1"]);
+    let output = terralod(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--detail") && stderr.contains("tiles"),
+        "{stderr}"
+    );
+    assert!(!refused_out.exists());
+}

@@ -123,6 +123,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     });
     let streamed = streams(args.terrain.file.as_deref(), entry.name);
     args.stream.refuse_unless_streamed(streamed.is_some())?;
+    args.lod.algorithm.detail.refuse_over_directory(streamed)?;
     let detail = args
         .lod
         .algorithm

@@ -141,6 +141,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
+    let dir = terrain.streamed().map(|s| s.tiled.dir());
+    args.lod.algorithm.detail.refuse_over_directory(dir)?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let detail = detail_field

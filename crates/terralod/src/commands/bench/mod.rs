@@ -290,6 +290,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         );
     }
     args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
+    args.algorithm.detail.refuse_over_directory(streamed_dir)?;
     let only_adaptive = args.algos.len() == 1 && args.algos[0] == "adaptive";
     let detail_field = args.algorithm.detail.load(
         if only_adaptive { "adaptive" } else { "" },

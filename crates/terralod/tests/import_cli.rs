@@ -212,6 +212,16 @@ fn import_refuses_bad_flags_with_one_line() {
         ],
         "not a power of two in 2 ..= 16 (the tile size)",
     );
+    // The largest accepted size: terabytes of tiles and more statistics than memory.
+    // Refused before anything is written (it used to be killed for memory in seconds,
+    // leaving a folder of empty directories).
+    let started = std::time::Instant::now();
+    fails_naming(
+        &["import", "--generate-size", "4194305", "--out", out_arg],
+        "GB",
+    );
+    assert!(started.elapsed().as_secs() < 30);
+    assert!(!out.exists());
     let file = dir.path().join("x.png");
     std::fs::write(&file, b"not a png").expect("writable");
     fails_naming(

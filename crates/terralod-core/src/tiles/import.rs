@@ -210,6 +210,76 @@ fn not_a_directory(dir: &Path) -> TileError {
     }
 }
 
+/// Bytes a tile's statistics and its blocks' take in memory while importing (the job, the
+/// per-tile result, the block index being assembled): generous round figures.
+const MEMORY_PER_TILE: u64 = 64;
+const MEMORY_PER_BLOCK: u64 = 48;
+
+/// Refuses an import whose tiles do not fit on the disk of `dir`, or whose statistics (kept
+/// for the block index) do not fit in the memory available, before anything is written:
+/// a terrain of the largest accepted size would otherwise fill the disk, or be killed for
+/// memory seconds in, leaving a half-written folder.
+fn check_room(
+    dir: &Path,
+    sample_type: SampleType,
+    levels: &[LevelGrid],
+    tile_cells: u32,
+    block_cells: u32,
+) -> Result<(), TileError> {
+    let side = u64::from(tile_cells) + 1;
+    let tile_bytes = super::TILE_HEADER_LEN as u64 + side * side * sample_type.bytes() as u64;
+    let tiles: u64 = levels.iter().map(LevelGrid::tiles).sum();
+    let blocks = tiles * (u64::from(tile_cells / block_cells)).pow(2);
+    let needed = tiles
+        .saturating_mul(tile_bytes)
+        .saturating_add(blocks.saturating_mul(12));
+    if let Some(free) = free_bytes(dir)
+        && needed > free
+    {
+        return Err(TileError::NoRoom {
+            path: dir.to_path_buf(),
+            needed,
+            free,
+        });
+    }
+    let memory = tiles
+        .saturating_mul(MEMORY_PER_TILE)
+        .saturating_add(blocks.saturating_mul(MEMORY_PER_BLOCK));
+    if let Some(available) = available_memory()
+        && memory > available
+    {
+        return Err(TileError::StatisticsTooLarge {
+            tiles,
+            blocks,
+            needed: memory,
+            available,
+        });
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged writer may still put in the file system of `dir`, where known.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let stat = rustix::fs::statvfs(dir).ok()?;
+        Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// Memory the system can still give (`MemAvailable` of `/proc/meminfo`), where known.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Writes every tile, the block index and the header of `field` into the prepared `dir`.
 fn write_pyramid(
     field: &dyn ImportSource,
@@ -220,6 +290,7 @@ fn write_pyramid(
 ) -> Result<ImportSummary, TileError> {
     let (tile_cells, block_cells) = (options.tile_cells, options.block_cells);
     let levels = level_grids(field.width(), field.height(), tile_cells);
+    check_room(dir, field.sample_type(), &levels, tile_cells, block_cells)?;
     for (level, grid) in levels.iter().enumerate() {
         for ty in 0..grid.tiles_y {
             let row_dir = dir.join(level.to_string()).join(ty.to_string());

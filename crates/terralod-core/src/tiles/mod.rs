@@ -133,6 +133,30 @@ pub enum TileError {
     InvalidBlockSize { block_cells: u32, tile_cells: u32 },
     #[error("{} is not empty: use --force to import over it", path.display())]
     NotEmpty { path: PathBuf },
+    #[error(
+        "{}: the import writes about {:.1} GB, more than the {:.1} GB free there",
+        path.display(),
+        *needed as f64 / 1e9,
+        *free as f64 / 1e9
+    )]
+    NoRoom {
+        path: PathBuf,
+        needed: u64,
+        free: u64,
+    },
+    #[error(
+        "the import of {tiles} tiles and {blocks} blocks holds about {:.1} GB of their \
+         statistics in memory, more than the {:.1} GB available: give a larger \
+         --block-size (fewer blocks), or import on a machine with more memory",
+        *needed as f64 / 1e9,
+        *available as f64 / 1e9
+    )]
+    StatisticsTooLarge {
+        tiles: u64,
+        blocks: u64,
+        needed: u64,
+        available: u64,
+    },
     #[error("level {level} has {samples} samples, over the limit of {limit} for one heightfield")]
     TooLargeForMemory {
         level: u32,

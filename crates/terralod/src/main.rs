@@ -94,17 +94,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// How soon after the first interruption a second one still counts as the same: a
+/// supervisor such as GNU `timeout` signals the process and then its whole group at once,
+/// which is one request, not an impatient second one.
+const SAME_INTERRUPTION: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Ctrl-C, `SIGTERM` and `SIGHUP`: with an output being written, the writer is asked to
 /// stop and take back what it wrote (its error then ends the run); with none, or at a
-/// second signal, the run ends at once. Either way the exit status is 130.
+/// second signal a second or more after the first, the run ends at once. Either way the
+/// exit status is 130.
 fn take_back_on_interrupt() {
-    let handler = || {
+    let first = std::sync::OnceLock::<std::time::Instant>::new();
+    let handler = move || {
         let again = interrupt::requested();
         if !again && interrupt::request() {
+            let _ = first.set(std::time::Instant::now());
             let _ = writeln!(
                 std::io::stderr(),
                 "interrupted: taking back what was being written (interrupt again to stop at once)"
             );
+            return;
+        }
+        if first.get().is_some_and(|t| t.elapsed() < SAME_INTERRUPTION) {
             return;
         }
         let _ = writeln!(std::io::stderr(), "interrupted");

@@ -57,12 +57,22 @@ pub struct AlgorithmOptionArgs {
     /// Algorithm adaptive: build tolerance of its sparse tree, in world units: squares
     /// whose subtree error is at most M keep no children (0: lossless). Selections keep
     /// every sample within max(--max-error, M), or τ plus M projected. [default: 0]
-    #[arg(long, value_name = "M", value_parser = parse_non_negative)]
+    #[arg(
+        long,
+        value_name = "M",
+        allow_negative_numbers = true,
+        value_parser = parse_non_negative
+    )]
     pub build_tolerance: Option<f32>,
     /// Algorithm adaptive: guard band of its culling, in degrees a side: ground up to
     /// this far outside the view is refined, so turning up to this much a frame does not
     /// pop (0 to 90; 0: refine only what is in view). [default: 5]
-    #[arg(long, value_name = "DEG", value_parser = parse_guard_degrees)]
+    #[arg(
+        long,
+        value_name = "DEG",
+        allow_negative_numbers = true,
+        value_parser = parse_guard_degrees
+    )]
     pub adaptive_guard: Option<f32>,
     /// Algorithm adaptive: hold at most N pages (the subtrees of its --page-cells
     /// squares; at least nine more than those at the terrain's far edges, which stay) in

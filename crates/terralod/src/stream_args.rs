@@ -38,7 +38,7 @@ pub struct StreamArgs {
     pub detail_levels: u32,
     /// Bump amplitude of the procedural detail, in cells of each detail level (0 ..= 4),
     /// with --detail-levels. [default: 0.25]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub detail_roughness: Option<f32>,
 }
 

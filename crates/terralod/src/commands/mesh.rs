@@ -43,7 +43,7 @@ pub struct MeshArgs {
     pub path: Option<PathBuf>,
     /// With --max-error: remove vertices from the selected mesh while every sample stays
     /// within the max error (an export pass, slower than the selection; fewer vertices).
-    #[arg(long, requires = "max_error", conflicts_with = "path")]
+    #[arg(long, requires = "max_error", conflicts_with_all = ["path", "pixel_error"])]
     pub simplify: bool,
     /// The tile cache, for `--algo streamed` over an imported directory.
     #[command(flatten)]

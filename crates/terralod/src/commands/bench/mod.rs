@@ -53,7 +53,12 @@ pub struct BenchArgs {
     pub speed: Option<f32>,
     /// Height of a --speed flight above the highest ground a little ahead, in world units
     /// (default: 0.5 % of the terrain's span plus 2 % of its height range).
-    #[arg(long, requires = "speed", value_parser = crate::terrain_args::parse_positive)]
+    #[arg(
+        long,
+        requires = "speed",
+        allow_negative_numbers = true,
+        value_parser = crate::terrain_args::parse_positive
+    )]
     pub altitude: Option<f32>,
     /// Frames per second of a --speed flight (0.1 to 10,000).
     #[arg(long, default_value_t = 60.0, requires = "speed", value_parser = parse_fps)]
@@ -102,6 +107,7 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
+        requires = "scaling",
         default_value = "1025,4097,16385",
         value_parser = parse_scaling_size
     )]

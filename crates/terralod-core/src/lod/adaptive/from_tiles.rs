@@ -159,13 +159,13 @@ impl StreamingLod for TiledAdaptive {
         &mut self.tiles
     }
 
-    /// Squares drawn; none held back for tiles (the tree holds its heights; squares that
-    /// wait for pages are in [`LodAlgorithm::reads`]).
+    /// Squares drawn, and those drawn coarser than the view wants because their pages are
+    /// not in the pool (the tree holds its heights: no tile is read while selecting).
     fn stream_counts(&self) -> StreamCounts {
         StreamCounts {
             unit: "squares",
             drawn: self.lod.stats().nodes_drawn,
-            held_back: 0,
+            held_back: self.lod.reads().held_back as u64,
             deferred: 0,
         }
     }

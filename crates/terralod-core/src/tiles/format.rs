@@ -258,10 +258,17 @@ impl TerrainHeader {
             height_scale: float(36),
             height_offset: float(40),
         };
-        if mapping.validate().is_err() {
+        // The mapping must keep the grid and every sample the stored type can hold finite
+        // (every reader maps them; `f32` samples are checked when read).
+        let type_range = match sample_type {
+            SampleType::U16 => Some((0.0, f32::from(u16::MAX))),
+            SampleType::I16 => Some((f32::from(i16::MIN), f32::from(i16::MAX))),
+            SampleType::F32 => None,
+        };
+        if let Err(problem) = mapping.check_grid(width, height, type_range) {
             return Err(TileError::Inconsistent {
                 path: path_buf(),
-                what: format!("unusable world mapping {mapping:?}"),
+                what: format!("unusable world mapping {mapping:?}: {problem}"),
             });
         }
         let (min_height, max_height) = (float(44), float(48));

@@ -633,6 +633,16 @@ fn a_corrupt_or_lying_header_gives_its_typed_error() {
         }),
         TileError::Inconsistent { .. }
     ));
+    // A cell size whose grid does not fit in f32 (every reader maps the grid).
+    let overflow = open_after(&|b| {
+        b[32..36].copy_from_slice(&3e38f32.to_le_bytes());
+        fix_checksum(b, end);
+    });
+    assert!(
+        matches!(overflow, TileError::Inconsistent { .. })
+            && overflow.to_string().contains("overflows"),
+        "{overflow}"
+    );
     for (block_cells, what) in [(3u32, "power"), (16, "range"), (1, "range")] {
         let refused = open_after(&|b| {
             b[52..56].copy_from_slice(&block_cells.to_le_bytes());

@@ -458,6 +458,12 @@ fn check_outputs(args: &BenchArgs) -> anyhow::Result<()> {
             .refuse_as_output(json, [args.path.as_deref(), detail])?;
     }
     if let Some(dir) = &args.plots {
+        if dir.exists() && !dir.is_dir() {
+            bail!(
+                "--plots {}: it is not a folder (--plots names the folder the plots go in)",
+                dir.display()
+            );
+        }
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     Ok(())

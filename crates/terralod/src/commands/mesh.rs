@@ -385,8 +385,9 @@ fn select_loaded(
     for (frame, view) in views.iter().enumerate() {
         // A walk's frames draw what is in memory when they come; the last one waits for
         // its pages, as a single view does.
-        if walk.is_some() && frame == last && paged {
-            settle_reads(&mut *algorithm, view, SETTLE_LIMIT)?;
+        if let Some(walk) = walk.filter(|_| frame == last && paged) {
+            settle_reads(&mut *algorithm, view, SETTLE_LIMIT)
+                .with_context(|| format!("the last pose ({frame}) of {}", walk.path.display()))?;
         }
         let selection = algorithm.select(view);
         let wanted = frame == last || walk.is_some_and(Walk::writes_frames);
@@ -511,7 +512,14 @@ fn select_streamed(
     }
     let view = last;
     let failed_before = algorithm.0.source().inner().stats().failures;
-    let selections = settle(&mut algorithm, view, SETTLE_LIMIT)?;
+    let selections = settle(&mut algorithm, view, SETTLE_LIMIT).map_err(|e| match walk {
+        Some(walk) => e.context(format!(
+            "the last pose ({}) of {}",
+            before.len(),
+            walk.path.display()
+        )),
+        None => e,
+    })?;
     let selection = algorithm.select(view);
     let mesh = selection
         .to_mesh_as_carried()

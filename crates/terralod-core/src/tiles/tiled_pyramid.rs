@@ -451,6 +451,58 @@ mod tests {
             .expect("a valid field")
     }
 
+    /// Checks every node of `field`'s pyramid built from an import with `tile_cells`-cell
+    /// tiles against the whole pyramid's.
+    fn check_against_the_whole(field: &Heightfield, tile_cells: u32) -> usize {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let options = ImportOptions::with_tile_cells(tile_cells);
+        import(field, dir.path(), &options, &|_, _| {}).expect("import");
+        let terrain = TiledTerrain::open(dir.path()).expect("open");
+        let tiled = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+        let whole = Pyramid::build(field);
+        let (width, height) = (field.width(), field.height());
+        let case = format!("{width} x {height}, tiles of {tile_cells}");
+        assert_eq!(tiled.levels(), whole.levels(), "{case}");
+        assert_eq!(tiled.raw_range(), field.raw_range(), "{case}");
+        let mut top_nodes = 0;
+        for level in 0..whole.levels() {
+            assert_eq!(tiled.nodes(level), whole.nodes(level), "{case}");
+            let (nx, nz) = whole.nodes(level);
+            for iz in 0..nz {
+                for ix in 0..nx {
+                    let got = tiled.node(level, ix, iz).expect("a node");
+                    let want = whole.node(level, ix, iz);
+                    assert_eq!(got, want, "{case}: node ({ix}, {iz}) of level {level}");
+                    top_nodes += usize::from(whole.node_size(level) > tile_cells);
+                }
+            }
+        }
+        for (col, row) in [(0, 0), (width - 1, height - 1), (width + 5, 2), (3, height)] {
+            let want = field.raw_clamped(col, row);
+            assert_eq!(
+                tiled.raw_clamped(col, row).expect("a sample"),
+                want,
+                "{case}"
+            );
+        }
+        top_nodes
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Any size, tile size and sample type: the pyramid built tile by tile is the
+        /// whole pyramid.
+        #[test]
+        fn any_terrain_gives_the_whole_pyramid(
+            width in 2u32..90,
+            height in 2u32..90,
+            tile_log in 1u32..6,
+            kind in 0u32..3,
+        ) {
+            check_against_the_whole(&field(width, height, kind), 1 << tile_log);
+        }
+    }
+
     /// Every node of every level equals the whole pyramid's: the top from the two passes
     /// (padding beyond the data included), the others from their tile's pyramid.
     #[test]
@@ -466,40 +518,12 @@ mod tests {
         for (width, height, tile_cells) in sizes {
             for kind in 0..3 {
                 let field = field(width, height, kind);
-                let dir = tempfile::tempdir().expect("a temporary folder");
-                let options = ImportOptions::with_tile_cells(tile_cells);
-                import(&field, dir.path(), &options, &|_, _| {}).expect("import");
-                let terrain = TiledTerrain::open(dir.path()).expect("open");
-                let tiled = TiledPyramid::build(&terrain).expect("the tiled pyramid");
-                let whole = Pyramid::build(&field);
+                let top_nodes = check_against_the_whole(&field, tile_cells);
                 let case = format!("{width} x {height}, tiles of {tile_cells}, kind {kind}");
-                assert_eq!(tiled.levels(), whole.levels(), "{case}");
-                assert_eq!(tiled.raw_range(), field.raw_range(), "{case}");
-                let mut top_nodes = 0;
-                for level in 0..whole.levels() {
-                    assert_eq!(tiled.nodes(level), whole.nodes(level), "{case}");
-                    let (nx, nz) = whole.nodes(level);
-                    for iz in 0..nz {
-                        for ix in 0..nx {
-                            let got = tiled.node(level, ix, iz).expect("a node");
-                            let want = whole.node(level, ix, iz);
-                            assert_eq!(got, want, "{case}: node ({ix}, {iz}) of level {level}");
-                            top_nodes += usize::from(whole.node_size(level) > tile_cells);
-                        }
-                    }
-                }
                 assert!(
                     top_nodes > 0 || width.max(height) <= tile_cells + 1,
                     "{case}"
                 );
-                for (col, row) in [(0, 0), (width - 1, height - 1), (width + 5, 2), (3, height)] {
-                    let want = field.raw_clamped(col, row);
-                    assert_eq!(
-                        tiled.raw_clamped(col, row).expect("a sample"),
-                        want,
-                        "{case}"
-                    );
-                }
             }
         }
     }

@@ -62,21 +62,6 @@ impl DetailArgs {
         Ok(Some(io::load(path, &options)?.heightfield))
     }
 
-    /// Refuses `--detail` over the imported directory `dir` a command draws without
-    /// loading it (algorithm A's tree is then built from the tiles, where no detail is
-    /// inserted), rather than leave it out silently.
-    pub fn refuse_over_directory(&self, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
-        if let (Some(_), Some(dir)) = (&self.detail, dir) {
-            bail!(
-                "{}: --detail is inserted into algorithm adaptive's tree when it is built from \
-                 a terrain file; over an imported directory the tree is built from the tiles \
-                 without it (give the terrain file instead)",
-                dir.display()
-            );
-        }
-        Ok(())
-    }
-
     /// Places a loaded detail on `terrain`.
     pub fn place<'d>(
         &self,

@@ -136,16 +136,36 @@ pub fn default_to_streaming(algo: &mut Option<String>, terrain: &TerrainArgs, st
 /// this many samples is assembled in memory (16 MB of `f32` at most).
 const PLAN_SAMPLES: u64 = 1 << 22;
 
-/// Whether registered algorithm `algorithm` works over an imported directory without
-/// loading its finest level whole: it streams the tiles through the tile cache, or (algorithm
-/// A) builds its tree from them. Any other loads the finest level.
+/// Whether registered algorithm `algorithm` streams an imported directory's tiles through
+/// the tile cache (the others load its finest level, or build from its tiles: see
+/// [`streams`]).
 pub fn is_streaming(algorithm: &str) -> bool {
-    lod::find(algorithm).is_some_and(|entry| entry.stream.is_some())
+    lod::find(algorithm).is_some_and(|entry| entry.streams_tiles)
 }
 
-/// Whether `file` is an imported directory that `algorithm` streams.
-pub fn streams<'a>(file: Option<&'a Path>, algorithm: &str) -> Option<&'a Path> {
-    file.filter(|f| f.is_dir() && is_streaming(algorithm))
+/// Whether algorithm `algorithm` over the imported directory of `terrain` builds from its
+/// tiles without loading its finest level (algorithm A: the same tree as from the loaded
+/// level): when `may_build` (the command draws a selection that carries its heights), no
+/// local detail is inserted (`detail`: only a tree built from a loaded terrain takes one)
+/// and the finest level is within `--max-samples` (the tree is still built whole in
+/// memory; past the limit the load refuses it, pointing to the streaming algorithms).
+pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str, detail: bool) -> bool {
+    let Some(dir) = terrain.file.as_deref().filter(|f| f.is_dir()) else {
+        return false;
+    };
+    let builds = lod::find(algorithm).is_some_and(|e| e.stream.is_some() && !e.streams_tiles);
+    builds
+        && !detail
+        && TiledTerrain::read_header(dir).is_ok_and(|header| {
+            u64::from(header.width) * u64::from(header.height) <= terrain.max_samples
+        })
+}
+
+/// The imported directory of `terrain` when `algorithm` streams it or builds from its
+/// tiles ([`builds_from_tiles`], with `detail` given), instead of loading it.
+pub fn streams<'a>(terrain: &'a TerrainArgs, algorithm: &str, detail: bool) -> Option<&'a Path> {
+    let dir = terrain.file.as_deref().filter(|f| f.is_dir())?;
+    (is_streaming(algorithm) || builds_from_tiles(terrain, algorithm, detail)).then_some(dir)
 }
 
 /// An opened directory: the tiles, and a coarse level of it for planning cameras.
@@ -251,9 +271,10 @@ pub enum DrawnTerrain {
 }
 
 impl DrawnTerrain {
-    /// Streams `args.file` when it is a directory and `algorithm` streams, else loads.
-    pub fn open(args: &TerrainArgs, algorithm: &str) -> anyhow::Result<DrawnTerrain> {
-        Ok(match streams(args.file.as_deref(), algorithm) {
+    /// Streams `args.file` when it is a directory that `algorithm` streams or builds from
+    /// ([`streams`]; `detail`: a local detail is given), else loads.
+    pub fn open(args: &TerrainArgs, algorithm: &str, detail: bool) -> anyhow::Result<DrawnTerrain> {
+        Ok(match streams(args, algorithm, detail) {
             Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args)?),
             None => DrawnTerrain::Loaded(args.load()?),
         })

@@ -222,6 +222,21 @@ fn import_refuses_bad_flags_with_one_line() {
     );
     assert!(started.elapsed().as_secs() < 30);
     assert!(!out.exists());
+    // Over an earlier import with --force, the refusal comes before the old header goes.
+    ok(&["import", "--generate-size", "33", "--out", out_arg]);
+    fails_naming(
+        &[
+            "import",
+            "--generate-size",
+            "4194305",
+            "--force",
+            "--out",
+            out_arg,
+        ],
+        "GB",
+    );
+    ok(&["info", out_arg]);
+    std::fs::remove_dir_all(&out).expect("removable");
     let file = dir.path().join("x.png");
     std::fs::write(&file, b"not a png").expect("writable");
     fails_naming(

@@ -246,7 +246,7 @@ fn bad_requests_get_one_clear_line_and_write_nothing() {
     let cases: [(&[&str], &str); 8] = [
         (
             &["--max-error", "1", "--cache-mb", "8"],
-            "--cache-mb applies to a streaming algorithm (adaptive, streamed, streamed-quadtree)",
+            "--cache-mb applies to a streaming algorithm (streamed, streamed-quadtree)",
         ),
         (
             &[

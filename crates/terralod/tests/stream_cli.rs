@@ -664,7 +664,7 @@ fn loading_a_directory_past_the_limit_points_to_the_streaming_algorithms() {
     assert_eq!(refused.status.code(), Some(1), "{message}");
     assert!(message.contains("over the limit of 1000"), "{message}");
     assert!(
-        message.contains("a streaming algorithm (adaptive, streamed, streamed-quadtree) streams"),
+        message.contains("a streaming algorithm (streamed, streamed-quadtree) streams"),
         "{message}"
     );
     let streamed = mesh("streamed-quadtree");
@@ -767,8 +767,9 @@ fn a_directory_too_large_to_load_streams_when_no_algorithm_is_named() {
 }
 
 /// `--algo adaptive` over a directory builds its tree from the tiles: its export is the
-/// file's, byte for byte (listed vertices both ways); a local detail, which only a tree
-/// built from the file takes, is refused in one line and nothing is written.
+/// file's, byte for byte (listed vertices both ways). With a local detail (which only a
+/// tree built from a loaded terrain takes) the directory's finest level is loaded, as it
+/// is past `--max-samples`, where the load refuses it.
 #[test]
 fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -795,17 +796,20 @@ fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
     let detail = dir.path().join("detail.png");
     let pixels: Vec<u8> = (0..17 * 17).map(|i| (i % 13) as u8).collect();
     image::save_buffer(&detail, &pixels, 17, 17, image::ColorType::L8).expect("writable");
-    let refused_out = dir.path().join("refused.ply");
-    let mut args = streamed_mesh("adaptive", tiles, refused_out.to_str().expect("UTF-8"));
+    let detailed_out = dir.path().join("detailed.ply");
+    let mut args = streamed_mesh("adaptive", tiles, detailed_out.to_str().expect("UTF-8"));
     let detail = detail.to_str().expect("UTF-8");
     args.extend_from_slice(&["--detail", detail, "--detail-origin", "0,0"]);
     args.extend_from_slice(&["--detail-cell-size", "1"]);
+    let summary = last_json(&ok(&args).0);
+    assert!(summary["detail"].is_object(), "{summary}");
+    assert!(summary.get("streamed").is_none(), "{summary}");
+    let refused_out = dir.path().join("refused.ply");
+    let mut args = streamed_mesh("adaptive", tiles, refused_out.to_str().expect("UTF-8"));
+    args.extend_from_slice(&["--max-samples", "1000"]);
     let output = terralod(&args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("--detail") && stderr.contains("tiles"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("--max-samples"), "{stderr}");
     assert!(!refused_out.exists());
 }

@@ -1020,6 +1020,11 @@ pub struct AlgorithmEntry {
     /// The algorithm's own constructor; [`AlgorithmEntry::build`] checks what every
     /// algorithm needs first.
     construct: BuildFn,
+    /// Whether it selects from an imported directory's tiles as they stream in (through the
+    /// tile cache, drawing coarser data while a tile loads): `streamed` and
+    /// `streamed-quadtree`. Algorithm A has a [`AlgorithmEntry::stream`] constructor too,
+    /// but builds its tree from the tiles once and then reads none.
+    pub streams_tiles: bool,
     /// For an algorithm that works over an imported directory without loading its finest
     /// level (issue 9): its constructor over the directory's tile cache, which the commands
     /// use instead of loading the directory. The streaming algorithms select from the
@@ -1037,11 +1042,12 @@ pub type StreamFn = fn(
     LodOptions,
 ) -> Result<Box<dyn StreamingLod<Source = StreamedSource>>, BuildError>;
 
-/// The registered algorithms that stream a directory, comma separated (for messages).
+/// The registered algorithms that stream a directory's tiles, comma separated (for
+/// messages).
 pub fn streaming_names() -> String {
     REGISTRY
         .iter()
-        .filter(|e| e.stream.is_some())
+        .filter(|e| e.streams_tiles)
         .map(|e| e.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -1081,6 +1087,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: true,
         draws_patches: false,
         carries_heights: false,
+        streams_tiles: false,
         construct: |field, pyramid, options| {
             Ok(Box::new(QuadtreeLod::new(field, pyramid, *options)))
         },
@@ -1095,6 +1102,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: true,
         draws_patches: true,
         carries_heights: false,
+        streams_tiles: false,
         construct: |field, pyramid, options| {
             Ok(Box::new(ChunkedLod::new(field, pyramid, *options)))
         },
@@ -1109,6 +1117,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: true,
         draws_patches: false,
         carries_heights: true,
+        streams_tiles: false,
         construct: |field, pyramid, options| {
             let lod = AdaptiveLod::new(field, pyramid, *options);
             Ok(Box::new(lod.with_pages_in(&std::env::temp_dir())?))
@@ -1125,6 +1134,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: true,
         draws_patches: true,
         carries_heights: true,
+        streams_tiles: false,
         construct: |field, pyramid, options| {
             Ok(Box::new(PatchesLod::try_new(
                 field,
@@ -1143,6 +1153,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: false,
         draws_patches: false,
         carries_heights: false,
+        streams_tiles: false,
         construct: |field, _pyramid, options| {
             let side = field.padded_side();
             if side > bintree::MAX_PADDED_SIDE {
@@ -1166,6 +1177,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: false,
         draws_patches: true,
         carries_heights: true,
+        streams_tiles: true,
         construct: |field, _pyramid, options| {
             Ok(Box::new(StreamedLod::new(
                 crate::tiles::MemoryTiles::for_field(field),
@@ -1185,6 +1197,7 @@ pub static REGISTRY: &[AlgorithmEntry] = &[
         uses_pyramid: false,
         draws_patches: true,
         carries_heights: true,
+        streams_tiles: true,
         construct: |field, _pyramid, options| {
             Ok(Box::new(
                 StreamedQuadtreeLod::new(crate::tiles::MemoryTiles::for_field(field), *options)

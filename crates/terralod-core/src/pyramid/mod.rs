@@ -121,8 +121,9 @@ impl Pyramid {
 
     /// The pyramid of a piece of a larger terrain whose largest `|raw|` is `max_abs`: the
     /// `f32` rounding slack is the whole terrain's, so a node inside the piece gets the
-    /// bounds the whole terrain's pyramid gives it, bit for bit (what a pyramid built tile
-    /// by tile relies on).
+    /// bounds the whole terrain's pyramid gives it (bit for bit for 16-bit sources; for
+    /// `f32` the kernel's scan, picked per level by its node count, may round the last bit
+    /// otherwise): what a pyramid built tile by tile relies on.
     pub(crate) fn build_for_piece(field: &Heightfield, max_abs: f64) -> Pyramid {
         Self::build_with(field, fan_error::Strategy::FASTEST, max_abs)
     }

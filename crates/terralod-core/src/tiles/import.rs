@@ -155,6 +155,20 @@ pub fn import_source(
             });
         }
     }
+    // Before anything is written or removed (a `--force` import removes the old header).
+    let levels = level_grids(field.width(), field.height(), options.tile_cells);
+    let existing = dir
+        .ancestors()
+        .find(|a| a.is_dir())
+        .unwrap_or(Path::new("."));
+    check_room(
+        dir,
+        existing,
+        field.sample_type(),
+        &levels,
+        options.tile_cells,
+        options.block_cells,
+    )?;
     // Held until the header is written: an interruption takes the import back.
     let output = Output::begin()?;
     let prepared = prepare_directory(dir, options.force)?;
@@ -215,12 +229,14 @@ fn not_a_directory(dir: &Path) -> TileError {
 const MEMORY_PER_TILE: u64 = 64;
 const MEMORY_PER_BLOCK: u64 = 48;
 
-/// Refuses an import whose tiles do not fit on the disk of `dir`, or whose statistics (kept
-/// for the block index) do not fit in the memory available, before anything is written:
-/// a terrain of the largest accepted size would otherwise fill the disk, or be killed for
-/// memory seconds in, leaving a half-written folder.
+/// Refuses an import into `dir` whose tiles do not fit on the disk (that of `existing`, the
+/// nearest folder of `dir` that exists), or whose statistics (kept for the block index) do
+/// not fit in the memory available, before anything is written: a terrain of the largest
+/// accepted size would otherwise fill the disk, or be killed for memory seconds in,
+/// leaving a half-written folder.
 fn check_room(
     dir: &Path,
+    existing: &Path,
     sample_type: SampleType,
     levels: &[LevelGrid],
     tile_cells: u32,
@@ -233,7 +249,7 @@ fn check_room(
     let needed = tiles
         .saturating_mul(tile_bytes)
         .saturating_add(blocks.saturating_mul(12));
-    if let Some(free) = free_bytes(dir)
+    if let Some(free) = free_bytes(existing)
         && needed > free
     {
         return Err(TileError::NoRoom {
@@ -290,7 +306,6 @@ fn write_pyramid(
 ) -> Result<ImportSummary, TileError> {
     let (tile_cells, block_cells) = (options.tile_cells, options.block_cells);
     let levels = level_grids(field.width(), field.height(), tile_cells);
-    check_room(dir, field.sample_type(), &levels, tile_cells, block_cells)?;
     for (level, grid) in levels.iter().enumerate() {
         for ty in 0..grid.tiles_y {
             let row_dir = dir.join(level.to_string()).join(ty.to_string());

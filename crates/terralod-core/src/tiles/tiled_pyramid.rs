@@ -5,17 +5,23 @@
 //! A node no larger than a tile lies inside one level-0 tile (both are aligned powers of
 //! two), and its bounds read only its own samples, padding included (the tiles are padded
 //! by repetition as the pyramid pads): so a pyramid of that tile gives the whole pyramid's
-//! bounds, bit for bit, once its `f32` rounding slack is the whole terrain's
-//! ([`Pyramid::build_for_piece`]). Such pyramids are built when asked and a few are kept.
+//! bounds once its `f32` rounding slack is the whole terrain's
+//! ([`Pyramid::build_for_piece`]). Such pyramids are built when asked and kept up to a
+//! memory budget.
 //!
 //! The nodes larger than a tile (the *top*) are computed once, by two passes over the
-//! level-0 tiles: the first gives each tile's root bounds, the terrain's raw range and the
-//! samples at the tiles' corners; the second compares every sample with the fan of each
-//! of its top ancestors (their nine vertices lie at tile corners), padding included: tile
-//! squares beyond the data repeat the border tiles. Then, as the pyramid does, a node's
-//! error is made the largest of its own and its children's, and its height range is its
-//! stored children's. For 16-bit sources every value is exact, so the top equals the whole
-//! pyramid's; for `f32` sources it is an upper bound within the same rounding slack.
+//! level-0 tiles: the first gives the terrain's raw range and the samples at the tiles'
+//! corners; the second each tile's root bounds, and compares every sample with the fan of
+//! each of its top ancestors (their nine vertices lie at tile corners), padding included:
+//! tile squares beyond the data repeat the border tiles. Then, as the pyramid does, a
+//! node's error is made the largest of its own and its children's, and its height range is
+//! its stored children's.
+//!
+//! For 16-bit sources every value is exact, so every node's bounds are the whole pyramid's,
+//! bit for bit. For `f32` sources they are upper bounds within the same rounding slack, and
+//! equal to the whole pyramid's in every case the tests try; they may differ in the last
+//! rounding, because the pyramid picks its error kernel's scan by how many nodes a level
+//! has along x, which differs between a tile and the whole terrain.
 
 use super::{StandIn, TileError, TiledTerrain};
 use crate::heightfield::{Heightfield, padded_side};
@@ -46,6 +52,13 @@ struct Shape {
     size: u32,
     nx: u32,
     nz: u32,
+}
+
+impl Shape {
+    /// Row-major index of node `(ix, iz)` (in `usize`: a level may hold more than 2^32).
+    fn index(&self, ix: u32, iz: u32) -> usize {
+        iz as usize * self.nx as usize + ix as usize
+    }
 }
 
 /// A level-0 tile as a heightfield of `(N + 1)²` samples and its pyramid.
@@ -135,7 +148,7 @@ impl TiledPyramid {
         // repeated): each tile's root bounds, and the top nodes' own errors.
         let mut top: Vec<Vec<NodeBounds>> = shapes[..top_levels]
             .iter()
-            .map(|s| vec![EMPTY; (s.nx * s.nz) as usize])
+            .map(|s| vec![EMPTY; s.nx as usize * s.nz as usize])
             .collect();
         if top_levels > 0 {
             let squares = (shapes[0].size / n, shapes[0].size / n);
@@ -169,7 +182,7 @@ impl TiledPyramid {
                         let worst = fan.worst(n, (sx % per) * n, (sz % per) * n, &raw);
                         let half = f64::from(shape.size / 2);
                         let error = own_error_to_world(worst / half, integer, max_abs, scale);
-                        own.push((level, (iz * shape.nx + ix) as usize, error));
+                        own.push((level, shape.index(ix, iz), error));
                     }
                     Ok((root, own))
                 })
@@ -177,7 +190,7 @@ impl TiledPyramid {
             let mut roots = vec![EMPTY; keys.len()];
             for (&(sx, sz), (root, own)) in squares.iter().zip(second) {
                 if let Some(root) = root {
-                    roots[(sz * tiles_x + sx) as usize] = root;
+                    roots[sz as usize * tiles_x as usize + sx as usize] = root;
                 }
                 for (level, i, error) in own {
                     top[level][i].error = top[level][i].error.max(error);
@@ -188,13 +201,13 @@ impl TiledPyramid {
                 let (shape, below) = (shapes[level], shapes[level + 1]);
                 for iz in 0..shape.nz {
                     for ix in 0..shape.nx {
-                        let mut node = top[level][(iz * shape.nx + ix) as usize];
+                        let mut node = top[level][shape.index(ix, iz)];
                         for (dx, dz) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                             let (cx, cz) = (2 * ix + dx, 2 * iz + dz);
                             if cx >= below.nx || cz >= below.nz {
                                 continue;
                             }
-                            let i = (cz * below.nx + cx) as usize;
+                            let i = below.index(cx, cz);
                             let child = if level + 1 < top_levels {
                                 top[level + 1][i]
                             } else {
@@ -204,7 +217,7 @@ impl TiledPyramid {
                             node.max_y = node.max_y.max(child.max_y);
                             node.error = node.error.max(child.error);
                         }
-                        top[level][(iz * shape.nx + ix) as usize] = node;
+                        top[level][shape.index(ix, iz)] = node;
                     }
                 }
             }
@@ -258,7 +271,7 @@ impl TiledPyramid {
     /// its tile is read (or stood in for) unless its pyramid is kept.
     pub fn node(&self, level: usize, ix: u32, iz: u32) -> Result<NodeBounds, TileError> {
         if let Some(top) = self.top.get(level) {
-            return Ok(top[(iz * self.shapes[level].nx + ix) as usize]);
+            return Ok(top[self.shapes[level].index(ix, iz)]);
         }
         let n = self.terrain.header().tile_cells;
         let size = self.shapes[level].size;
@@ -293,20 +306,19 @@ impl TiledPyramid {
         f: impl FnOnce(&TilePyramid) -> R,
     ) -> Result<R, TileError> {
         thread_local! {
-            static LAST: std::cell::RefCell<Option<(u64, Arc<TilePyramid>)>> =
+            // Weak: a thread does not keep a tile alive past its pyramid or its eviction.
+            static LAST: std::cell::RefCell<Option<(u64, std::sync::Weak<TilePyramid>)>> =
                 const { std::cell::RefCell::new(None) };
         }
-        let mut f = Some(f);
-        let hit = LAST.with_borrow(|last| match last {
-            Some((id, tile)) if *id == self.id && tile.tile == key => f.take().map(|f| f(tile)),
+        let last = LAST.with_borrow(|last| match last {
+            Some((id, tile)) if *id == self.id => tile.upgrade().filter(|t| t.tile == key),
             _ => None,
         });
-        if let Some(result) = hit {
-            return Ok(result);
+        if let Some(tile) = last {
+            return Ok(f(&tile));
         }
         let tile = self.tile(key)?;
-        LAST.with_borrow_mut(|last| *last = Some((self.id, tile.clone())));
-        let f = f.take().expect("not called on a miss");
+        LAST.with_borrow_mut(|last| *last = Some((self.id, Arc::downgrade(&tile))));
         Ok(f(&tile))
     }
 

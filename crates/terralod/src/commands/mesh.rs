@@ -121,9 +121,9 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         frames: frames.as_ref(),
         held_back: std::cell::Cell::new(0),
     });
-    let streamed = streams(args.terrain.file.as_deref(), entry.name);
+    let detail_given = args.lod.algorithm.detail.detail.is_some();
+    let streamed = streams(&args.terrain, entry.name, detail_given);
     args.stream.refuse_unless_streamed(streamed.is_some())?;
-    args.lod.algorithm.detail.refuse_over_directory(streamed)?;
     let detail = args
         .lod
         .algorithm

@@ -138,11 +138,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         .load(entry.name, args.terrain.max_samples)?;
     // `--algo streamed` over an imported directory streams it; the renderer and the default
     // camera then take a coarse level of it (the slots carry the drawn heights).
-    let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name, detail_field.is_some())?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
-    let dir = terrain.streamed().map(|s| s.tiled.dir());
-    args.lod.algorithm.detail.refuse_over_directory(dir)?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let detail = detail_field

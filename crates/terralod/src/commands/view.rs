@@ -68,11 +68,11 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         .load(entry.name, args.terrain.max_samples)?;
     // `--algo streamed` over an imported directory streams it: the viewer then holds only
     // its planning level, and the other algorithms (switched to live) draw that level.
-    let terrain = DrawnTerrain::open(&args.terrain, entry.name)?;
+    // The viewer builds algorithm A from the loaded level (a tree from the tiles would be
+    // built again at every switch to it): `true` keeps it from building from tiles.
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name, true)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
-    let dir = terrain.streamed().map(|s| s.tiled.dir());
-    args.lod.algorithm.detail.refuse_over_directory(dir)?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
     let streamed = terrain.streamed();
     let detail = detail_field

@@ -668,8 +668,9 @@ impl<'a> AdaptiveLod<'a> {
     }
 
     /// Builds the algorithm over an imported terrain's tiles instead of a heightfield: the
-    /// tree [`AdaptiveLod::with_options`] builds over the terrain's finest level, bit for
-    /// bit, without that level or its pyramid in memory (the tree itself is, until step 5
+    /// tree [`AdaptiveLod::with_options`] builds over the terrain's finest level (bit for
+    /// bit for 16-bit samples, see [`TiledPyramid`] for `f32`), without that level or its
+    /// pyramid in memory (the tree itself is, until step 5
     /// of docs/ADAPTIVE_PAGING.md builds it page by page). Fails on the first tile that
     /// cannot be read, and on a grid past `u32` indices unless the vertices are listed.
     pub fn from_tiles(

@@ -15,7 +15,7 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
 use crate::staged::StagedFiles;
-use crate::stream_args::is_streaming;
+use crate::stream_args::{builds_from_tiles, is_streaming};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -288,7 +288,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .file
         .as_deref()
         .filter(|f| f.is_dir() && !args.scaling)
-        .filter(|_| !args.algos.is_empty() && args.algos.iter().all(|a| is_streaming(a)));
+        .filter(|_| {
+            let detail = args.algorithm.detail.detail.is_some();
+            let builds = |a: &str| builds_from_tiles(&args.terrain, a, detail);
+            !args.algos.is_empty() && args.algos.iter().all(|a| is_streaming(a) || builds(a))
+        });
     if streamed_dir.is_some() && args.algos.len() > 1 {
         bail!(
             "a streamed flight flies one algorithm: give one --algo of {} per run",
@@ -296,7 +300,6 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         );
     }
     args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
-    args.algorithm.detail.refuse_over_directory(streamed_dir)?;
     let only_adaptive = args.algos.len() == 1 && args.algos[0] == "adaptive";
     let detail_field = args.algorithm.detail.load(
         if only_adaptive { "adaptive" } else { "" },

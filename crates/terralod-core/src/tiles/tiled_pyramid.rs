@@ -10,12 +10,15 @@
 //! memory budget.
 //!
 //! The nodes larger than a tile (the *top*) are computed once, by two passes over the
-//! level-0 tiles: the first gives the terrain's raw range and the samples at the tiles'
-//! corners; the second each tile's root bounds, and compares every sample with the fan of
-//! each of its top ancestors (their nine vertices lie at tile corners), padding included:
-//! tile squares beyond the data repeat the border tiles. Then, as the pyramid does, a
-//! node's error is made the largest of its own and its children's, and its height range is
-//! its stored children's.
+//! level-0 tiles: the first gives the terrain's raw range, the samples at the tiles'
+//! corners and the data's last row and column; the second each tile's root bounds, and
+//! compares every sample with the fan of each of its top ancestors (their nine vertices lie
+//! at tile corners). The padding beyond the tiles repeats the last row or column, so along
+//! each of its columns (rows) only the ends and the fan's knots are compared, as the
+//! pyramid's own kernel does: the cost follows the data, not the padded square (a strip
+//! 2^22 samples long is padded to 2^44). Then, as the pyramid does, a node's error is made
+//! the largest of its own and its children's, and its height range is its stored
+//! children's.
 //!
 //! For 16-bit sources every value is exact, so every node's bounds are the whole pyramid's,
 //! bit for bit. For `f32` sources they are upper bounds within the same rounding slack, and
@@ -118,12 +121,25 @@ impl TiledPyramid {
         let keys: Vec<(u32, u32)> = (0..tiles_z)
             .flat_map(|tz| (0..tiles_x).map(move |tx| (tx, tz)))
             .collect();
-        let first: Vec<((f32, f32), [f32; 4])> = keys
+        // Per tile: its range, its corners, and its part of the last row and column.
+        type First = ((f32, f32), [f32; 4], Vec<f32>, Vec<f32>);
+        let first: Vec<First> = keys
             .par_iter()
             .map(|&(tx, tz)| {
                 let field = stand_ins.tile(terrain, tx, tz)?;
                 let corners = [(0, 0), (n, 0), (0, n), (n, n)].map(|(i, j)| field.raw(i, j));
-                Ok((field.raw_range(), corners))
+                let (last_x, last_z) = (width - 1 - tx * n, height - 1 - tz * n);
+                let row = if tz + 1 == tiles_z {
+                    (0..=n.min(last_x)).map(|i| field.raw(i, last_z)).collect()
+                } else {
+                    Vec::new()
+                };
+                let column = if tx + 1 == tiles_x {
+                    (0..=n.min(last_z)).map(|j| field.raw(last_x, j)).collect()
+                } else {
+                    Vec::new()
+                };
+                Ok((field.raw_range(), corners, row, column))
             })
             .collect::<Result<_, TileError>>()?;
         let raw_range = first
@@ -134,66 +150,73 @@ impl TiledPyramid {
         let max_abs = f64::from(raw_range.0.abs().max(raw_range.1.abs()));
         let stride = tiles_x as usize + 1;
         let mut corners = vec![0.0f32; stride * (tiles_z as usize + 1)];
-        for (&(tx, tz), (_, c)) in keys.iter().zip(&first) {
+        // The last row and column of the data, which the padding repeats.
+        let mut last_row = vec![0.0f32; width as usize];
+        let mut last_column = vec![0.0f32; height as usize];
+        for (&(tx, tz), (_, c, row, column)) in keys.iter().zip(&first) {
             for (k, (dx, dz)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
                 corners[(tz + dz) as usize * stride + (tx + dx) as usize] = c[k];
             }
+            let (x0, z0) = ((tx * n) as usize, (tz * n) as usize);
+            last_row[x0..x0 + row.len()].copy_from_slice(row);
+            last_column[z0..z0 + column.len()].copy_from_slice(column);
         }
         // Corner (i, j) of the tile grid; beyond the data, the border's (the padding).
         let corner = |i: u32, j: u32| {
             f64::from(corners[j.min(tiles_z) as usize * stride + i.min(tiles_x) as usize])
         };
 
-        // Pass 2, over every tile square of the root (beyond the data, the border tile
-        // repeated): each tile's root bounds, and the top nodes' own errors.
+        // Pass 2, over the tiles: each tile's root bounds, and the top nodes' own errors
+        // over the tiles' samples (a border tile's padding included).
         let mut top: Vec<Vec<NodeBounds>> = shapes[..top_levels]
             .iter()
             .map(|s| vec![EMPTY; s.nx as usize * s.nz as usize])
             .collect();
         if top_levels > 0 {
-            let squares = (shapes[0].size / n, shapes[0].size / n);
-            let squares: Vec<(u32, u32)> = (0..squares.1)
-                .flat_map(|sz| (0..squares.0).map(move |sx| (sx, sz)))
-                .collect();
             let integer = !matches!(header.sample_type, super::SampleType::F32);
             let scale = terrain.level_mapping(0).height_scale;
-            type Square = (Option<NodeBounds>, Vec<(usize, usize, f32)>);
-            let second: Vec<Square> = squares
+            let to_world = |worst: f64, size: u32| {
+                own_error_to_world(worst / f64::from(size / 2), integer, max_abs, scale)
+            };
+            type Square = (NodeBounds, Vec<(usize, usize, f32)>);
+            let second: Vec<Square> = keys
                 .par_iter()
                 .map(|&(sx, sz)| {
-                    let (bx, bz) = (sx.min(tiles_x - 1), sz.min(tiles_z - 1));
-                    let field = stand_ins.tile(terrain, bx, bz)?;
-                    let root = (bx == sx && bz == sz)
-                        .then(|| Pyramid::build_for_piece(&field, max_abs).node(0, 0, 0));
-                    // The square's sample (i, j), through the border tile's padding.
-                    let raw = |i: u32, j: u32| {
-                        let x = ((sx * n + i).min(width - 1) - bx * n).min(n);
-                        let z = ((sz * n + j).min(height - 1) - bz * n).min(n);
-                        f64::from(field.raw(x, z))
-                    };
+                    let field = stand_ins.tile(terrain, sx, sz)?;
+                    let root = Pyramid::build_for_piece(&field, max_abs).node(0, 0, 0);
+                    let raw = |i: u32, j: u32| f64::from(field.raw(i, j));
                     let mut own = Vec::with_capacity(top_levels);
                     for (level, shape) in shapes[..top_levels].iter().enumerate() {
                         let per = shape.size / n;
                         let (ix, iz) = (sx / per, sz / per);
-                        if ix >= shape.nx || iz >= shape.nz {
-                            continue;
-                        }
-                        let fan = Fan::new(per, ix, iz, &corner);
-                        let worst = fan.worst(n, (sx % per) * n, (sz % per) * n, &raw);
-                        let half = f64::from(shape.size / 2);
-                        let error = own_error_to_world(worst / half, integer, max_abs, scale);
-                        own.push((level, shape.index(ix, iz), error));
+                        let fan = Fan::new(per, n, ix, iz, &corner);
+                        let worst = fan.worst((sx % per) * n, (sz % per) * n, &raw);
+                        own.push((level, shape.index(ix, iz), to_world(worst, shape.size)));
                     }
                     Ok((root, own))
                 })
                 .collect::<Result<_, TileError>>()?;
+            let squares = &keys;
             let mut roots = vec![EMPTY; keys.len()];
             for (&(sx, sz), (root, own)) in squares.iter().zip(second) {
-                if let Some(root) = root {
-                    roots[sz as usize * tiles_x as usize + sx as usize] = root;
-                }
+                roots[sz as usize * tiles_x as usize + sx as usize] = root;
                 for (level, i, error) in own {
                     top[level][i].error = top[level][i].error.max(error);
+                }
+            }
+            // The padding beyond the tiles, where the node reaches past the data: the
+            // last row (or column) repeated, so along each column (or row) only the
+            // interval's ends and the fan's knots can hold the largest difference.
+            for (level, shape) in shapes[..top_levels].iter().enumerate() {
+                let per = shape.size / n;
+                for iz in 0..shape.nz {
+                    for ix in 0..shape.nx {
+                        let fan = Fan::new(per, n, ix, iz, &corner);
+                        let origin = (ix * shape.size, iz * shape.size);
+                        let worst = fan.worst_in_padding(origin, &last_row, &last_column);
+                        let node = &mut top[level][shape.index(ix, iz)];
+                        node.error = node.error.max(to_world(worst, shape.size));
+                    }
                 }
             }
             // Height ranges from the stored children, errors made monotone, finest first.
@@ -378,51 +401,89 @@ impl StandIns {
 
 /// The 3 × 3 fan of a top node, its vertices' raw heights read from the tile corners.
 struct Fan {
-    /// Cells per node side, in tiles.
+    /// Cells per node side, in tiles, and cells per tile.
     per: u32,
+    cells: u32,
     /// Raw heights: `v[j][i]` at `(i, j) · half` from the node's corner.
     v: [[f64; 3]; 3],
 }
 
 impl Fan {
-    fn new(per: u32, ix: u32, iz: u32, corner: &impl Fn(u32, u32) -> f64) -> Fan {
+    fn new(per: u32, cells: u32, ix: u32, iz: u32, corner: &impl Fn(u32, u32) -> f64) -> Fan {
         let half = per / 2;
         let (x0, z0) = (ix * per, iz * per);
         let v = [0, 1, 2].map(|j| [0, 1, 2].map(|i| corner(x0 + i * half, z0 + j * half)));
-        Fan { per, v }
+        Fan { per, cells, v }
+    }
+
+    /// `|half · h − half · S|` at offset `(u, v)` from the centre (cells), `h` the raw
+    /// height there, `half` in cells.
+    #[inline(always)]
+    fn scaled_error(&self, half: i64, u: i64, v: i64, h: f64) -> f64 {
+        let (a, b) = (u.abs(), v.abs());
+        // The fan triangle holding (u, v): the centre, the midpoint of the side the larger
+        // offset points to, and the corner between.
+        let (su, sv) = ((1 + u.signum()) as usize, (1 + v.signum()) as usize);
+        let (mid, k, (a, b)) = if a >= b {
+            (self.v[1][su], self.v[sv][su], (a, b))
+        } else {
+            (self.v[sv][1], self.v[sv][su], (b, a))
+        };
+        let scaled = (half - a) as f64 * self.v[1][1] + (a - b) as f64 * mid + b as f64 * k;
+        (h * half as f64 - scaled).abs()
+    }
+
+    /// The largest `|half · h − half · S|` over the node's samples beyond the data (the
+    /// node's square from `origin`, in cells), whose heights repeat `last_row` (below the
+    /// data) or `last_column` (beside it): along each column below (row beside) `h` is
+    /// constant and `S` linear between the knots `v = 0, ±u` (`u = 0, ±v`), so only those
+    /// and the interval's ends are evaluated.
+    fn worst_in_padding(&self, origin: (u32, u32), last_row: &[f32], last_column: &[f32]) -> f64 {
+        let (width, height) = (last_row.len() as i64, last_column.len() as i64);
+        let half = i64::from(self.per / 2) * i64::from(self.cells);
+        let (x0, z0) = (i64::from(origin.0), i64::from(origin.1));
+        let (xc, zc) = (x0 + half, z0 + half);
+        let (x1, z1) = (x0 + 2 * half, z0 + 2 * half);
+        let mut worst = 0.0f64;
+        // Ends and knots of an interval [lo, hi] around the centre `c` for offset `d`.
+        let stops = |lo: i64, hi: i64, c: i64, d: i64| {
+            [lo, hi, c, c - d.abs(), c + d.abs()]
+                .into_iter()
+                .filter(move |&p| lo <= p && p <= hi)
+        };
+        if z1 >= height {
+            let lo = z0.max(height - 1);
+            for x in x0..=x1 {
+                let h = f64::from(last_row[x.min(width - 1) as usize]);
+                for z in stops(lo, z1, zc, x - xc) {
+                    worst = worst.max(self.scaled_error(half, x - xc, z - zc, h));
+                }
+            }
+        }
+        if x1 >= width {
+            let lo = x0.max(width - 1);
+            for z in z0..=z1.min(height - 1) {
+                let h = f64::from(last_column[z as usize]);
+                for x in stops(lo, x1, xc, z - zc) {
+                    worst = worst.max(self.scaled_error(half, x - xc, z - zc, h));
+                }
+            }
+        }
+        worst
     }
 
     /// The largest `|half · h − half · S|` over the samples `(ox + i, oz + j)`,
     /// `i, j ∈ 0..=n`, of the node's square (cells from its corner), `raw(i, j)` their
     /// heights. Exact for integer heights (every term is an integer below 2^53).
-    fn worst(&self, n: u32, ox: u32, oz: u32, raw: &impl Fn(u32, u32) -> f64) -> f64 {
+    fn worst(&self, ox: u32, oz: u32, raw: &impl Fn(u32, u32) -> f64) -> f64 {
+        let n = self.cells;
         let half = i64::from(self.per / 2) * i64::from(n);
-        let centre = self.v[1][1];
         let mut worst = 0.0f64;
         for j in 0..=n {
             let v = i64::from(oz + j) - half;
             for i in 0..=n {
                 let u = i64::from(ox + i) - half;
-                let (a, b) = (u.abs(), v.abs());
-                // The fan triangle holding (u, v): the centre, the midpoint of the side
-                // the larger offset points to, and the corner between.
-                let (su, sv) = (1 + u.signum(), 1 + v.signum());
-                let (mid, k, (a, b)) = if a >= b {
-                    (
-                        self.v[1][su as usize],
-                        self.v[sv as usize][su as usize],
-                        (a, b),
-                    )
-                } else {
-                    (
-                        self.v[sv as usize][1],
-                        self.v[sv as usize][su as usize],
-                        (b, a),
-                    )
-                };
-                let scaled = (half - a) as f64 * centre + (a - b) as f64 * mid + b as f64 * k;
-                let h = raw(i, j) * half as f64;
-                worst = worst.max((h - scaled).abs());
+                worst = worst.max(self.scaled_error(half, u, v, raw(i, j)));
             }
         }
         worst
@@ -526,6 +587,10 @@ mod tests {
             (100, 70, 8),
             (17, 17, 16),
             (5, 40, 2),
+            // Strips: the root's square is mostly padding (once the cost of the whole
+            // padded square, 4 x per doubling of the long side).
+            (1025, 3, 2),
+            (3, 700, 4),
         ];
         for (width, height, tile_cells) in sizes {
             for kind in 0..3 {

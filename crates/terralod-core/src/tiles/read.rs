@@ -295,13 +295,15 @@ impl TiledTerrain {
     /// read is stood in for as [`TiledTerrain::to_heightfield_standing_in`] does (samples it
     /// shares with a readable neighbour are the neighbour's, the others interpolated from
     /// the coarser level), and what stood in is returned beside it; so tiles read one at a
-    /// time agree where they meet, as the level assembled whole does.
+    /// time agree where they meet, as the level assembled whole does. Returned with it:
+    /// every tile that stood in for it (coarser tiles too, when the one that would stand
+    /// in cannot be read either), and any neighbour read around it that stood in.
     pub fn tile_standing_in(
         &self,
         level: u32,
         tx: u32,
         ty: u32,
-    ) -> Result<(Heightfield, Option<StandIn>), TileError> {
+    ) -> Result<(Heightfield, Vec<StandIn>), TileError> {
         let mapping = self.level_mapping(level);
         let whole = |samples: Samples, side: u32| {
             Heightfield::new(side, side, samples)
@@ -312,7 +314,7 @@ impl TiledTerrain {
                 })
         };
         let fault = match self.read_tile(level, tx, ty) {
-            Ok(tile) => return Ok((whole(tile.samples, tile.side)?, None)),
+            Ok(tile) => return Ok((whole(tile.samples, tile.side)?, Vec::new())),
             Err(fault @ (TileError::Interrupted | TileError::NoSuchTile { .. })) => {
                 return Err(fault);
             }
@@ -329,16 +331,15 @@ impl TiledTerrain {
         };
         let (c0, w) = span(tx * n, grid.width);
         let (r0, h) = span(ty * n, grid.height);
-        let (field, stood_in) = self.assemble(level, [c0, r0, w, h], u64::MAX, true)?;
+        let (field, mut stood_in) = self.assemble(level, [c0, r0, w, h], u64::MAX, true)?;
         let text = fault.to_string();
-        let stand_in = stood_in
-            .into_iter()
-            .find(|s| s.fault == text)
-            .unwrap_or(StandIn {
+        if !stood_in.iter().any(|s| s.fault == text) {
+            stood_in.push(StandIn {
                 fault: text,
                 level,
                 from_level: level + 1,
             });
+        }
         let side = n + 1;
         let at = |i: u32, j: u32| {
             let c = (tx * n + i).min(grid.width - 1) - c0;
@@ -351,7 +352,7 @@ impl TiledTerrain {
             Samples::I16(v) => Samples::I16(index.map(|(i, j)| v[at(i, j)]).collect()),
             Samples::F32(v) => Samples::F32(index.map(|(i, j)| v[at(i, j)]).collect()),
         };
-        Ok((whole(samples, side)?, Some(stand_in)))
+        Ok((whole(samples, side)?, stood_in))
     }
 
     /// The window of `level` as a heightfield; with `stand_in`, unreadable tiles are

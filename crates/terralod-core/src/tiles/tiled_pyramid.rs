@@ -282,7 +282,10 @@ impl TiledPyramid {
     /// holds against the stood-in samples.
     pub fn stand_ins(&self) -> Vec<StandIn> {
         let kept = self.stand_ins.0.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter().map(|(_, s)| s.clone()).collect()
+        let mut all = kept.clone();
+        // Found by parallel passes: in a fixed order.
+        all.sort_by(|a, b| (a.level, &a.fault).cmp(&(b.level, &b.fault)));
+        all
     }
 
     /// The terrain.
@@ -383,16 +386,19 @@ impl TiledPyramid {
 /// The level-0 tiles as the pyramid reads them: through [`TiledTerrain::tile_standing_in`],
 /// each tile that stood in kept once.
 #[derive(Debug, Default)]
-struct StandIns(Mutex<Vec<((u32, u32), StandIn)>>);
+struct StandIns(Mutex<Vec<StandIn>>);
 
 impl StandIns {
     /// Level-0 tile `(tx, tz)` as a heightfield of `(N + 1)²` samples.
     fn tile(&self, terrain: &TiledTerrain, tx: u32, tz: u32) -> Result<Heightfield, TileError> {
         let (field, stood_in) = terrain.tile_standing_in(0, tx, tz)?;
-        if let Some(stood_in) = stood_in {
+        if !stood_in.is_empty() {
             let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            if !kept.iter().any(|(key, _)| *key == (tx, tz)) {
-                kept.push(((tx, tz), stood_in));
+            for s in stood_in {
+                // A tile's fault names its file: one entry per tile.
+                if !kept.iter().any(|k| k.fault == s.fault) {
+                    kept.push(s);
+                }
             }
         }
         Ok(field)

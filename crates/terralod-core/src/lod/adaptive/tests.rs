@@ -1834,5 +1834,22 @@ fn a_damaged_tile_stands_in_as_in_the_assembled_level() {
             "{}",
             stand_ins[0].fault
         );
+        // The level-1 tile that stood in damaged too: level 2 stands in for both, and
+        // both are named, as when the level is assembled whole.
+        // Level-0 tile (1, 2) covers columns 16..=32 and rows 32..=48: level 1's 8..=16
+        // and 16..=24, in its tile (0, 1).
+        let parent = terrain.tile_path(1, 0, 1);
+        std::fs::write(&parent, b"cut short").expect("writable");
+        let (stood_in, mut stand_ins) = terrain
+            .to_heightfield_standing_in(0, u64::MAX)
+            .expect("the level, stood in");
+        assert_eq!(stand_ins.len(), 2, "{stand_ins:?}");
+        stand_ins.sort_by(|a, b| (a.level, &a.fault).cmp(&(b.level, &b.fault)));
+        let tiles = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+        let pyramid = Pyramid::build(&stood_in);
+        let in_memory = AdaptiveLod::with_options(&stood_in, &pyramid, lod, adaptive);
+        let from_tiles = AdaptiveLod::from_tiles(&tiles, lod, adaptive).expect("built");
+        assert!(in_memory.tree == from_tiles.tree, "f32 {float}");
+        assert_eq!(tiles.stand_ins(), stand_ins, "f32 {float}");
     }
 }

@@ -143,29 +143,28 @@ pub fn is_streaming(algorithm: &str) -> bool {
     lod::find(algorithm).is_some_and(|entry| entry.streams_tiles)
 }
 
-/// Whether algorithm `algorithm` over the imported directory of `terrain` builds from its
-/// tiles without loading its finest level (algorithm A: the same tree as from the loaded
-/// level): when `may_build` (the command draws a selection that carries its heights), no
-/// local detail is inserted (`detail`: only a tree built from a loaded terrain takes one)
-/// and the finest level is within `--max-samples` (the tree is still built whole in
-/// memory; past the limit the load refuses it, pointing to the streaming algorithms).
-pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str, detail: bool) -> bool {
+/// Whether algorithm `algorithm` over the imported directory of `terrain` can be built from
+/// its tiles without loading its finest level (algorithm A: the same tree as from the
+/// loaded level): when that level is within `--max-samples`, since the tree is still built
+/// whole in memory (past it the load refuses, pointing to the streaming algorithms).
+pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str) -> bool {
     let Some(dir) = terrain.file.as_deref().filter(|f| f.is_dir()) else {
         return false;
     };
     let builds = lod::find(algorithm).is_some_and(|e| e.stream.is_some() && !e.streams_tiles);
     builds
-        && !detail
         && TiledTerrain::read_header(dir).is_ok_and(|header| {
             u64::from(header.width) * u64::from(header.height) <= terrain.max_samples
         })
 }
 
-/// The imported directory of `terrain` when `algorithm` streams it or builds from its
-/// tiles ([`builds_from_tiles`], with `detail` given), instead of loading it.
-pub fn streams<'a>(terrain: &'a TerrainArgs, algorithm: &str, detail: bool) -> Option<&'a Path> {
+/// The imported directory of `terrain` when `algorithm` streams its tiles or, with
+/// `build` (the command does not insert a local detail, which only a tree built from the
+/// loaded level takes), is built from them ([`builds_from_tiles`]), instead of loading it.
+pub fn streams<'a>(terrain: &'a TerrainArgs, algorithm: &str, build: bool) -> Option<&'a Path> {
     let dir = terrain.file.as_deref().filter(|f| f.is_dir())?;
-    (is_streaming(algorithm) || builds_from_tiles(terrain, algorithm, detail)).then_some(dir)
+    let builds = build && builds_from_tiles(terrain, algorithm);
+    (is_streaming(algorithm) || builds).then_some(dir)
 }
 
 /// An opened directory: the tiles, and a coarse level of it for planning cameras.
@@ -271,10 +270,10 @@ pub enum DrawnTerrain {
 }
 
 impl DrawnTerrain {
-    /// Streams `args.file` when it is a directory that `algorithm` streams or builds from
-    /// ([`streams`]; `detail`: a local detail is given), else loads.
-    pub fn open(args: &TerrainArgs, algorithm: &str, detail: bool) -> anyhow::Result<DrawnTerrain> {
-        Ok(match streams(args, algorithm, detail) {
+    /// Streams `args.file` when it is a directory that `algorithm` streams or (with
+    /// `build`) is built from ([`streams`]), else loads.
+    pub fn open(args: &TerrainArgs, algorithm: &str, build: bool) -> anyhow::Result<DrawnTerrain> {
+        Ok(match streams(args, algorithm, build) {
             Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args)?),
             None => DrawnTerrain::Loaded(args.load()?),
         })

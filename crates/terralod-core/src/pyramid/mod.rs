@@ -109,6 +109,16 @@ fn nodes_along(samples: u32, size: u32) -> u32 {
     (samples - 1).div_ceil(size).max(1)
 }
 
+/// The levels of the pyramid of a `width` × `height` grid, root first: node size in cells
+/// and the stored nodes along x and z (see "Layout").
+pub(crate) fn level_nodes(width: u32, height: u32) -> impl Iterator<Item = (u32, u32, u32)> {
+    let padded_side = crate::heightfield::padded_side(width, height);
+    (0..(padded_side - 1).trailing_zeros()).map(move |level| {
+        let size = (padded_side - 1) >> level;
+        (size, nodes_along(width, size), nodes_along(height, size))
+    })
+}
+
 impl Pyramid {
     /// Builds the pyramid of a heightfield, in parallel.
     pub fn build(field: &Heightfield) -> Pyramid {
@@ -130,18 +140,14 @@ impl Pyramid {
 
     fn build_with(field: &Heightfield, strategy: fan_error::Strategy, max_abs: f64) -> Pyramid {
         let padded_side = field.padded_side();
-        let depth = (padded_side - 1).trailing_zeros() as usize;
-        let mut levels: Vec<Level> = (0..depth)
-            .map(|level| {
-                let size = (padded_side - 1) >> level;
-                Level {
-                    size,
-                    nodes_x: nodes_along(field.width(), size),
-                    nodes_z: nodes_along(field.height(), size),
-                    min_y: Vec::new(),
-                    max_y: Vec::new(),
-                    error: Vec::new(),
-                }
+        let mut levels: Vec<Level> = level_nodes(field.width(), field.height())
+            .map(|(size, nodes_x, nodes_z)| Level {
+                size,
+                nodes_x,
+                nodes_z,
+                min_y: Vec::new(),
+                max_y: Vec::new(),
+                error: Vec::new(),
             })
             .collect();
         let ((min_y, max_y), errors) = rayon::join(

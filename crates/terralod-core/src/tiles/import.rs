@@ -157,13 +157,8 @@ pub fn import_source(
     }
     // Before anything is written or removed (a `--force` import removes the old header).
     let levels = level_grids(field.width(), field.height(), options.tile_cells);
-    let existing = dir
-        .ancestors()
-        .find(|a| a.is_dir())
-        .unwrap_or(Path::new("."));
     check_room(
         dir,
-        existing,
         field.sample_type(),
         &levels,
         options.tile_cells,
@@ -229,14 +224,13 @@ fn not_a_directory(dir: &Path) -> TileError {
 const MEMORY_PER_TILE: u64 = 64;
 const MEMORY_PER_BLOCK: u64 = 48;
 
-/// Refuses an import into `dir` whose tiles do not fit on the disk (that of `existing`, the
-/// nearest folder of `dir` that exists), or whose statistics (kept for the block index) do
-/// not fit in the memory available, before anything is written: a terrain of the largest
-/// accepted size would otherwise fill the disk, or be killed for memory seconds in,
-/// leaving a half-written folder.
+/// Refuses an import into `dir` whose tiles do not fit on the disk (that of the nearest
+/// folder of `dir` that exists), or whose statistics (kept for the block index) do not fit
+/// in the memory available, before anything is written: a terrain of the largest accepted
+/// size would otherwise fill the disk, or be killed for memory seconds in, leaving a
+/// half-written folder.
 fn check_room(
     dir: &Path,
-    existing: &Path,
     sample_type: SampleType,
     levels: &[LevelGrid],
     tile_cells: u32,
@@ -249,6 +243,10 @@ fn check_room(
     let needed = tiles
         .saturating_mul(tile_bytes)
         .saturating_add(blocks.saturating_mul(12));
+    let existing = dir
+        .ancestors()
+        .find(|a| a.is_dir())
+        .unwrap_or(Path::new("."));
     if let Some(free) = free_bytes(existing)
         && needed > free
     {

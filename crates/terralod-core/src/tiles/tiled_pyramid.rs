@@ -27,8 +27,8 @@
 //! has along x, which differs between a tile and the whole terrain.
 
 use super::{StandIn, TileError, TiledTerrain};
-use crate::heightfield::{Heightfield, padded_side};
-use crate::pyramid::{NodeBounds, Pyramid, own_error_to_world};
+use crate::heightfield::Heightfield;
+use crate::pyramid::{NodeBounds, Pyramid, level_nodes, own_error_to_world};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,8 +42,8 @@ const EMPTY: NodeBounds = NodeBounds {
 };
 
 /// Bytes of tile pyramids (samples and nodes) kept for [`TiledPyramid::node`]; past it the
-/// least recently used quarter goes. 256-cell 16-bit tiles take about 400 KB each, so the
-/// Grand Canyon's 128 fit and are each built once.
+/// least recently used quarter goes. A 256-cell tile counts about 460 KB (4 bytes a
+/// sample, 197 KB of nodes), so the Grand Canyon's 128 fit and are each built once.
 const KEPT_BYTES: usize = 256 << 20;
 
 /// Identities of the pyramids built so far.
@@ -83,13 +83,68 @@ pub struct TiledPyramid {
     /// Bounds of the nodes larger than a tile, per level from the root, row-major.
     top: Vec<Vec<NodeBounds>>,
     raw_range: (f32, f32),
-    /// Tile pyramids kept, each with the use count at its last use.
-    tiles: RwLock<HashMap<(u32, u32), KeptTile>>,
-    /// Uses so far (the clock of the least recently used).
-    uses: AtomicU64,
+    /// `max|raw|` of the terrain: the tile pyramids' `f32` rounding slack.
+    max_abs: f64,
+    tiles: KeptTiles,
     /// This pyramid among all built in the process (for the threads' last tiles).
     id: u64,
     stand_ins: StandIns,
+}
+
+/// Tile pyramids kept for [`TiledPyramid::node`] up to [`KEPT_BYTES`], the least recently
+/// used going first; the second pass of [`TiledPyramid::build`] fills it, so a terrain
+/// whose tiles fit builds each tile's pyramid once.
+#[derive(Debug, Default)]
+struct KeptTiles {
+    map: RwLock<HashMap<(u32, u32), KeptTile>>,
+    /// Uses so far (the clock of the least recently used).
+    uses: AtomicU64,
+    /// Tile pyramids built so far.
+    built: AtomicU64,
+}
+
+impl KeptTiles {
+    /// The kept pyramid of tile `key`, marked used.
+    fn get(&self, key: (u32, u32)) -> Option<Arc<TilePyramid>> {
+        let now = self.uses.fetch_add(1, Ordering::Relaxed);
+        let kept = self.map.read().unwrap_or_else(|e| e.into_inner());
+        let (tile, used) = kept.get(&key)?;
+        used.store(now, Ordering::Relaxed);
+        Some(tile.clone())
+    }
+
+    /// Builds the pyramid of level-0 tile `key` (its slack from `max_abs`) and keeps it.
+    fn build(
+        &self,
+        terrain: &TiledTerrain,
+        stand_ins: &StandIns,
+        key: (u32, u32),
+        max_abs: f64,
+    ) -> Result<Arc<TilePyramid>, TileError> {
+        // Built outside the lock: other threads go on with their tiles meanwhile.
+        let field = stand_ins.tile(terrain, key.0, key.1)?;
+        let pyramid = Pyramid::build_for_piece(&field, max_abs);
+        self.built.fetch_add(1, Ordering::Relaxed);
+        let bytes = field.samples().len() * 4 + pyramid.memory_bytes();
+        let tile = Arc::new(TilePyramid {
+            tile: key,
+            field,
+            pyramid,
+        });
+        let now = self.uses.fetch_add(1, Ordering::Relaxed);
+        let mut kept = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if (kept.len() + 1) * bytes > KEPT_BYTES {
+            let mut ages: Vec<u64> = kept
+                .values()
+                .map(|(_, u)| u.load(Ordering::Relaxed))
+                .collect();
+            let quarter = ages.len() / 4;
+            let (_, &mut oldest, _) = ages.select_nth_unstable(quarter);
+            kept.retain(|_, (_, used)| used.load(Ordering::Relaxed) > oldest);
+        }
+        kept.insert(key, (tile.clone(), AtomicU64::new(now)));
+        Ok(tile)
+    }
 }
 
 impl TiledPyramid {
@@ -99,17 +154,8 @@ impl TiledPyramid {
     pub fn build(terrain: &TiledTerrain) -> Result<TiledPyramid, TileError> {
         let header = terrain.header();
         let (width, height) = (header.width, header.height);
-        let padded = padded_side(width, height);
-        let shapes: Vec<Shape> = (0..(padded - 1).trailing_zeros())
-            .map(|level| {
-                let size = (padded - 1) >> level;
-                let along = |samples: u32| (samples - 1).div_ceil(size).max(1);
-                Shape {
-                    size,
-                    nx: along(width),
-                    nz: along(height),
-                }
-            })
+        let shapes: Vec<Shape> = level_nodes(width, height)
+            .map(|(size, nx, nz)| Shape { size, nx, nz })
             .collect();
         let n = header.tile_cells;
         let top_levels = shapes.iter().take_while(|s| s.size > n).count();
@@ -166,8 +212,10 @@ impl TiledPyramid {
             f64::from(corners[j.min(tiles_z) as usize * stride + i.min(tiles_x) as usize])
         };
 
-        // Pass 2, over the tiles: each tile's root bounds, and the top nodes' own errors
-        // over the tiles' samples (a border tile's padding included).
+        // Pass 2, over the tiles: each tile's pyramid (kept for the nodes asked later) and
+        // its root's bounds, and the top nodes' own errors over the tiles' samples (a
+        // border tile's padding included).
+        let kept = KeptTiles::default();
         let mut top: Vec<Vec<NodeBounds>> = shapes[..top_levels]
             .iter()
             .map(|s| vec![EMPTY; s.nx as usize * s.nz as usize])
@@ -182,9 +230,9 @@ impl TiledPyramid {
             let second: Vec<Square> = keys
                 .par_iter()
                 .map(|&(sx, sz)| {
-                    let field = stand_ins.tile(terrain, sx, sz)?;
-                    let root = Pyramid::build_for_piece(&field, max_abs).node(0, 0, 0);
-                    let raw = |i: u32, j: u32| f64::from(field.raw(i, j));
+                    let tile = kept.build(terrain, &stand_ins, (sx, sz), max_abs)?;
+                    let root = tile.pyramid.node(0, 0, 0);
+                    let raw = |i: u32, j: u32| f64::from(tile.field.raw(i, j));
                     let mut own = Vec::with_capacity(top_levels);
                     for (level, shape) in shapes[..top_levels].iter().enumerate() {
                         let per = shape.size / n;
@@ -196,9 +244,8 @@ impl TiledPyramid {
                     Ok((root, own))
                 })
                 .collect::<Result<_, TileError>>()?;
-            let squares = &keys;
             let mut roots = vec![EMPTY; keys.len()];
-            for (&(sx, sz), (root, own)) in squares.iter().zip(second) {
+            for (&(sx, sz), (root, own)) in keys.iter().zip(second) {
                 roots[sz as usize * tiles_x as usize + sx as usize] = root;
                 for (level, i, error) in own {
                     top[level][i].error = top[level][i].error.max(error);
@@ -250,8 +297,8 @@ impl TiledPyramid {
             shapes,
             top,
             raw_range,
-            tiles: RwLock::new(HashMap::new()),
-            uses: AtomicU64::new(0),
+            max_abs,
+            tiles: kept,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             stand_ins,
         })
@@ -350,36 +397,17 @@ impl TiledPyramid {
 
     /// The kept pyramid of a level-0 tile, or a new one.
     fn tile(&self, key: (u32, u32)) -> Result<Arc<TilePyramid>, TileError> {
-        let now = self.uses.fetch_add(1, Ordering::Relaxed);
-        {
-            let kept = self.tiles.read().unwrap_or_else(|e| e.into_inner());
-            if let Some((tile, used)) = kept.get(&key) {
-                used.store(now, Ordering::Relaxed);
-                return Ok(tile.clone());
-            }
+        match self.tiles.get(key) {
+            Some(tile) => Ok(tile),
+            None => self
+                .tiles
+                .build(&self.terrain, &self.stand_ins, key, self.max_abs),
         }
-        // Built outside the lock: other threads go on with their tiles meanwhile.
-        let field = self.stand_ins.tile(&self.terrain, key.0, key.1)?;
-        let (lo, hi) = self.raw_range;
-        let pyramid = Pyramid::build_for_piece(&field, f64::from(lo.abs().max(hi.abs())));
-        let bytes = field.samples().len() * 4 + pyramid.memory_bytes();
-        let tile = Arc::new(TilePyramid {
-            tile: key,
-            field,
-            pyramid,
-        });
-        let mut kept = self.tiles.write().unwrap_or_else(|e| e.into_inner());
-        if (kept.len() + 1) * bytes > KEPT_BYTES {
-            let mut ages: Vec<u64> = kept
-                .values()
-                .map(|(_, u)| u.load(Ordering::Relaxed))
-                .collect();
-            let quarter = ages.len() / 4;
-            let (_, &mut oldest, _) = ages.select_nth_unstable(quarter);
-            kept.retain(|_, (_, used)| used.load(Ordering::Relaxed) > oldest);
-        }
-        kept.insert(key, (tile.clone(), AtomicU64::new(now)));
-        Ok(tile)
+    }
+
+    /// Tile pyramids built so far (each tile once while they fit in the memory kept).
+    pub fn pyramids_built(&self) -> u64 {
+        self.tiles.built.load(Ordering::Relaxed)
     }
 }
 

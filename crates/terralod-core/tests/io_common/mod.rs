@@ -510,3 +510,15 @@ pub fn f32_bytes(values: &[f32], big_endian: bool) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Makes a named pipe at `path` (with `mkfifo`); false, saying so, where that cannot be
+/// done (the test then skips).
+#[cfg(unix)]
+pub fn make_fifo(path: &Path, test: &str) -> bool {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    let ok = made.is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: {test}: mkfifo is not available");
+    }
+    ok
+}

@@ -121,8 +121,8 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         frames: frames.as_ref(),
         held_back: std::cell::Cell::new(0),
     });
-    let detail_given = args.lod.algorithm.detail.detail.is_some();
-    let streamed = streams(&args.terrain, entry.name, detail_given);
+    let no_detail = args.lod.algorithm.detail.detail.is_none();
+    let streamed = streams(&args.terrain, entry.name, no_detail);
     args.stream.refuse_unless_streamed(streamed.is_some())?;
     let detail = args
         .lod
@@ -532,13 +532,11 @@ fn select_streamed(
     let (cache, detail) = (tiles.inner().stats(), tiles.stats());
     // Blocks drawn coarser than wanted: their tiles failed (now or at an earlier pose of a
     // walk; a failed tile is never asked for again) or were not resident.
-    // And for algorithm A built from the tiles: squares waiting for pages, and tiles that
-    // stood in while its tree was built (reported on stderr once each).
-    let reads = algorithm.reads();
-    let tolerance_held = stream.held_back == 0
-        && reads.held_back == 0
-        && reads.failed == 0
-        && keeps_tolerance(&algorithm, view);
+    // For algorithm A built from the tiles, `held_back` counts the squares waiting for
+    // pages; and the tiles that stood in while its tree was built are failed reads
+    // (reported on stderr once each).
+    let tolerance_held =
+        stream.held_back == 0 && algorithm.reads().failed == 0 && keeps_tolerance(&algorithm, view);
     if stream.held_back > 0 {
         let failed = cache.failures - failed_before;
         eprintln!(

@@ -69,8 +69,8 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     // `--algo streamed` over an imported directory streams it: the viewer then holds only
     // its planning level, and the other algorithms (switched to live) draw that level.
     // The viewer builds algorithm A from the loaded level (a tree from the tiles would be
-    // built again at every switch to it): `true` keeps it from building from tiles.
-    let terrain = DrawnTerrain::open(&args.terrain, entry.name, true)?;
+    // built again at every switch to it).
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name, false)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());

@@ -4,7 +4,7 @@
 //! its pages on disk: what `--algo adaptive` gives a command over an imported directory,
 //! beside the algorithms that stream tiles while they select.
 
-use super::{AdaptiveLod, DetailError};
+use super::{AdaptiveLod, AdaptiveOptions, DetailError};
 use crate::camera::Aabb;
 use crate::lod::{
     BuildError, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamCounts,
@@ -32,6 +32,37 @@ pub enum TilesBuildError {
 impl From<BuildError> for TilesBuildError {
     fn from(error: BuildError) -> Self {
         TilesBuildError::Grid(Box::new(error))
+    }
+}
+
+impl AdaptiveLod<'_> {
+    /// Builds the algorithm over an imported terrain's tiles instead of a heightfield: the
+    /// tree [`AdaptiveLod::with_options`] builds over the terrain's finest level (bit for
+    /// bit for 16-bit samples, see [`TiledPyramid`] for `f32`), without that level or its
+    /// pyramid in memory (the tree itself is, until step 5 of docs/ADAPTIVE_PAGING.md
+    /// builds it page by page). Tiles that cannot be read are stood in for
+    /// ([`TiledPyramid::stand_ins`]); fails on one no level can stand in for, and on a grid
+    /// past `u32` indices unless the vertices are listed.
+    pub fn from_tiles(
+        tiles: &TiledPyramid,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+    ) -> Result<AdaptiveLod<'static>, TilesBuildError> {
+        if !adaptive.list_vertices {
+            let header = tiles.terrain().header();
+            crate::lod::check_indices(header.width, header.height)?;
+        }
+        let source = super::tree::TilesSource::new(tiles);
+        let tree = super::tree::build(
+            &source,
+            adaptive.build_tolerance,
+            adaptive.page_cells,
+            super::tree::Budget::UNLIMITED,
+        );
+        if let Some(failure) = source.failure() {
+            return Err(failure.into());
+        }
+        Ok(AdaptiveLod::from_tree(tree?, options, adaptive, None))
     }
 }
 

@@ -137,7 +137,6 @@ use crate::camera::{Aabb, Containment, Frustum};
 use crate::heightfield::Heightfield;
 use crate::pyramid::Pyramid;
 use crate::rounding::{round_down, round_up};
-use crate::tiles::TiledPyramid;
 use render::Morpher;
 use std::marker::PhantomData;
 use std::time::Instant;
@@ -665,34 +664,6 @@ impl<'a> AdaptiveLod<'a> {
             adaptive.page_cells,
         );
         Self::from_tree(tree, options, adaptive, None)
-    }
-
-    /// Builds the algorithm over an imported terrain's tiles instead of a heightfield: the
-    /// tree [`AdaptiveLod::with_options`] builds over the terrain's finest level (bit for
-    /// bit for 16-bit samples, see [`TiledPyramid`] for `f32`), without that level or its
-    /// pyramid in memory (the tree itself is, until step 5
-    /// of docs/ADAPTIVE_PAGING.md builds it page by page). Fails on the first tile that
-    /// cannot be read, and on a grid past `u32` indices unless the vertices are listed.
-    pub fn from_tiles(
-        tiles: &TiledPyramid,
-        options: LodOptions,
-        adaptive: AdaptiveOptions,
-    ) -> Result<AdaptiveLod<'static>, TilesBuildError> {
-        if !adaptive.list_vertices {
-            let header = tiles.terrain().header();
-            super::check_indices(header.width, header.height)?;
-        }
-        let source = tree::TilesSource::new(tiles);
-        let tree = tree::build(
-            &source,
-            adaptive.build_tolerance,
-            adaptive.page_cells,
-            tree::Budget::UNLIMITED,
-        );
-        if let Some(failure) = source.failure() {
-            return Err(failure.into());
-        }
-        Ok(AdaptiveLod::from_tree(tree?, options, adaptive, None))
     }
 
     /// [`AdaptiveLod::with_detail`]: a tree too large for memory (or for `budget`, per

@@ -1791,6 +1791,9 @@ fn trees_built_from_tiles_are_the_trees_built_in_memory() {
         let case = format!("{width} x {height}, f32 {float}, tiles of {tile_cells}, T {tolerance}");
         assert!(in_memory.squares() > 1, "{case}");
         assert!(in_memory.tree == from_tiles.tree, "{case}");
+        // Every tile fits in the memory kept: each tile's pyramid was built once.
+        let level_0 = terrain.header().levels[0].tiles();
+        assert_eq!(tiles.pyramids_built(), level_0, "{case}");
         for view in walk(&field, 6) {
             let a = in_memory.select(&view).to_mesh_as_carried();
             let b = from_tiles.select(&view).to_mesh_as_carried();

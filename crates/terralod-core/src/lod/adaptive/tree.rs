@@ -63,7 +63,7 @@ use super::records::{
     CENTRE, EAST, HeightCodes, NORTH, SOUTH, SquareRecord, WEST, error_code, error_value, round_up,
 };
 use crate::camera::Aabb;
-use crate::heightfield::{Heightfield, Samples};
+use crate::heightfield::{Heightfield, Samples, WorldMapping};
 use crate::pyramid::Pyramid;
 use crate::tiles::{TileError, TiledPyramid};
 use glam::Vec3;
@@ -792,12 +792,70 @@ pub(super) trait Source: Sync {
     fn cell_size(&self) -> f32;
 }
 
+/// What turns a terrain's raw samples into the tree's numbers: their range, the mapping
+/// and whether they are integers. Shared by the sources over a heightfield and over an
+/// imported directory's tiles, so the two build the same tree.
+#[derive(Clone, Copy, Debug)]
+struct RawScale {
+    range: (f32, f32),
+    mapping: WorldMapping,
+    integer: bool,
+}
+
+impl RawScale {
+    fn codes(&self, step: Option<f64>) -> HeightCodes {
+        let (lo, hi) = self.range;
+        HeightCodes::new(
+            f64::from(lo),
+            f64::from(hi),
+            f64::from(self.mapping.height_scale),
+            f64::from(self.mapping.height_offset),
+            step,
+        )
+    }
+
+    fn drawn(&self, raw: f64) -> f32 {
+        let mapping = self.mapping;
+        (raw * f64::from(mapping.height_scale) + f64::from(mapping.height_offset)) as f32
+    }
+
+    fn world_error(&self, raw: f64) -> f32 {
+        if raw == 0.0 {
+            return 0.0;
+        }
+        let (lo, hi) = self.range;
+        let slack = if self.integer {
+            0.0
+        } else {
+            f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45)
+        };
+        let scale = f64::from(self.mapping.height_scale.abs());
+        round_up((raw + slack) * scale * (1.0 + 2f64.powi(-16)))
+    }
+
+    fn largest_height(&self) -> f64 {
+        let (lo, hi) = self.range;
+        let (a, b) = (self.mapping.world_y(lo), self.mapping.world_y(hi));
+        f64::from(a.abs().max(b.abs()))
+    }
+}
+
+/// The levels of a pyramid, as the tree's level shapes.
+fn level_shapes(levels: usize, shape: impl Fn(usize) -> (u32, (u32, u32))) -> Vec<LevelShape> {
+    (0..levels)
+        .map(|level| {
+            let (size, (nx, nz)) = shape(level);
+            LevelShape { size, nx, nz }
+        })
+        .collect()
+}
+
 /// A heightfield and its pyramid.
 pub(super) struct FieldSource<'a> {
     pub field: &'a Heightfield,
     pub pyramid: &'a Pyramid,
-    /// The field's raw range (scanned once: `raw_range` visits every sample).
-    range: (f32, f32),
+    /// The field's raw range (scanned once: `raw_range` visits every sample) and mapping.
+    scale: RawScale,
 }
 
 impl<'a> FieldSource<'a> {
@@ -805,28 +863,26 @@ impl<'a> FieldSource<'a> {
         FieldSource {
             field,
             pyramid,
-            range: field.raw_range(),
+            scale: RawScale {
+                range: field.raw_range(),
+                mapping: field.mapping(),
+                integer: !matches!(field.samples(), Samples::F32(_)),
+            },
         }
     }
 
     /// Smallest and largest raw value.
     pub fn raw_range(&self) -> (f32, f32) {
-        self.range
+        self.scale.range
     }
 }
 
 impl Source for FieldSource<'_> {
     fn shapes(&self) -> Vec<LevelShape> {
-        (0..self.pyramid.levels())
-            .map(|level| {
-                let (nx, nz) = self.pyramid.nodes(level);
-                LevelShape {
-                    size: self.pyramid.node_size(level),
-                    nx,
-                    nz,
-                }
-            })
-            .collect()
+        let pyramid = self.pyramid;
+        level_shapes(pyramid.levels(), |l| {
+            (pyramid.node_size(l), pyramid.nodes(l))
+        })
     }
 
     fn bounds(&self, level: usize, ix: u32, iz: u32) -> (f64, f64, f32) {
@@ -839,67 +895,38 @@ impl Source for FieldSource<'_> {
     }
 
     fn codes(&self) -> HeightCodes {
-        let (lo, hi) = self.range;
-        let mapping = self.field.mapping();
-        let integer = !matches!(self.field.samples(), Samples::F32(_));
-        HeightCodes::new(
-            f64::from(lo),
-            f64::from(hi),
-            f64::from(mapping.height_scale),
-            f64::from(mapping.height_offset),
-            integer.then_some(1.0),
-        )
+        self.scale.codes(self.scale.integer.then_some(1.0))
     }
 
     fn box_codes(&self) -> HeightCodes {
-        let (lo, hi) = self.range;
-        let mapping = self.field.mapping();
-        HeightCodes::new(
-            f64::from(lo),
-            f64::from(hi),
-            f64::from(mapping.height_scale),
-            f64::from(mapping.height_offset),
-            None,
-        )
+        self.scale.codes(None)
     }
 
     fn drawn(&self, raw: f64) -> f32 {
-        let mapping = self.field.mapping();
-        (raw * f64::from(mapping.height_scale) + f64::from(mapping.height_offset)) as f32
+        self.scale.drawn(raw)
     }
 
     fn world_error(&self, raw: f64) -> f32 {
-        if raw == 0.0 {
-            return 0.0;
-        }
-        let (lo, hi) = self.range;
-        let slack = match self.field.samples() {
-            Samples::F32(_) => f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45),
-            Samples::U16(_) | Samples::I16(_) => 0.0,
-        };
-        let scale = f64::from(self.field.mapping().height_scale.abs());
-        round_up((raw + slack) * scale * (1.0 + 2f64.powi(-16)))
+        self.scale.world_error(raw)
     }
 
     fn largest_height(&self) -> f64 {
-        let (lo, hi) = self.field.world_range();
-        f64::from(lo.abs().max(hi.abs()))
+        self.scale.largest_height()
     }
 
     fn cell_size(&self) -> f32 {
-        self.field.mapping().cell_size
+        self.scale.mapping.cell_size
     }
 }
 
 /// An imported terrain's tiles, through its [`TiledPyramid`] (issue 9, step 5 of
-/// docs/ADAPTIVE_PAGING.md): the answers of a [`FieldSource`] over the same terrain, bit
-/// for bit, without the finest level in memory. A tile that cannot be read is kept as the
+/// docs/ADAPTIVE_PAGING.md): the answers of a [`FieldSource`] over the same terrain
+/// without the finest level in memory. A tile no level can stand in for is kept as the
 /// build's failure ([`TilesSource::failure`]) and answered with zeros meanwhile: the tree
 /// built then is thrown away.
 pub(super) struct TilesSource<'a> {
     pub tiles: &'a TiledPyramid,
-    mapping: crate::heightfield::WorldMapping,
-    integer: bool,
+    scale: RawScale,
     failure: std::sync::Mutex<Option<TileError>>,
 }
 
@@ -908,8 +935,11 @@ impl<'a> TilesSource<'a> {
         let header = tiles.terrain().header();
         TilesSource {
             tiles,
-            mapping: tiles.terrain().level_mapping(0),
-            integer: !matches!(header.sample_type, crate::tiles::SampleType::F32),
+            scale: RawScale {
+                range: tiles.raw_range(),
+                mapping: tiles.terrain().level_mapping(0),
+                integer: !matches!(header.sample_type, crate::tiles::SampleType::F32),
+            },
             failure: std::sync::Mutex::new(None),
         }
     }
@@ -919,90 +949,58 @@ impl<'a> TilesSource<'a> {
         self.failure.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn or_fail<T: Default>(&self, result: Result<T, TileError>) -> T {
+    /// `result`'s value, or (its error kept as the failure) `fallback`.
+    fn or_fail<T>(&self, result: Result<T, TileError>, fallback: T) -> T {
         result.unwrap_or_else(|e| {
             let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
             failure.get_or_insert(e);
-            T::default()
+            fallback
         })
-    }
-
-    fn height_codes(&self, step: Option<f64>) -> HeightCodes {
-        let (lo, hi) = self.tiles.raw_range();
-        HeightCodes::new(
-            f64::from(lo),
-            f64::from(hi),
-            f64::from(self.mapping.height_scale),
-            f64::from(self.mapping.height_offset),
-            step,
-        )
     }
 }
 
 impl Source for TilesSource<'_> {
     fn shapes(&self) -> Vec<LevelShape> {
-        (0..self.tiles.levels())
-            .map(|level| {
-                let (nx, nz) = self.tiles.nodes(level);
-                LevelShape {
-                    size: self.tiles.node_size(level),
-                    nx,
-                    nz,
-                }
-            })
-            .collect()
+        let tiles = self.tiles;
+        level_shapes(tiles.levels(), |l| (tiles.node_size(l), tiles.nodes(l)))
     }
 
     fn bounds(&self, level: usize, ix: u32, iz: u32) -> (f64, f64, f32) {
-        let b = self
-            .or_fail(self.tiles.node(level, ix, iz).map(Some))
-            .unwrap_or(crate::pyramid::NodeBounds {
-                min_y: 0.0,
-                max_y: 0.0,
-                error: 0.0,
-            });
+        let zero = crate::pyramid::NodeBounds {
+            min_y: 0.0,
+            max_y: 0.0,
+            error: 0.0,
+        };
+        let b = self.or_fail(self.tiles.node(level, ix, iz), zero);
         (f64::from(b.min_y), f64::from(b.max_y), b.error)
     }
 
     fn raw(&self, col: u32, row: u32) -> f64 {
-        f64::from(self.or_fail(self.tiles.raw_clamped(col, row)))
+        f64::from(self.or_fail(self.tiles.raw_clamped(col, row), 0.0))
     }
 
     fn codes(&self) -> HeightCodes {
-        self.height_codes(self.integer.then_some(1.0))
+        self.scale.codes(self.scale.integer.then_some(1.0))
     }
 
     fn box_codes(&self) -> HeightCodes {
-        self.height_codes(None)
+        self.scale.codes(None)
     }
 
     fn drawn(&self, raw: f64) -> f32 {
-        let mapping = self.mapping;
-        (raw * f64::from(mapping.height_scale) + f64::from(mapping.height_offset)) as f32
+        self.scale.drawn(raw)
     }
 
     fn world_error(&self, raw: f64) -> f32 {
-        if raw == 0.0 {
-            return 0.0;
-        }
-        let (lo, hi) = self.tiles.raw_range();
-        let slack = if self.integer {
-            0.0
-        } else {
-            f64::from(lo.abs().max(hi.abs())) * 2f64.powi(-45)
-        };
-        let scale = f64::from(self.mapping.height_scale.abs());
-        round_up((raw + slack) * scale * (1.0 + 2f64.powi(-16)))
+        self.scale.world_error(raw)
     }
 
     fn largest_height(&self) -> f64 {
-        let (lo, hi) = self.tiles.raw_range();
-        let (a, b) = (self.mapping.world_y(lo), self.mapping.world_y(hi));
-        f64::from(a.abs().max(b.abs()))
+        self.scale.largest_height()
     }
 
     fn cell_size(&self) -> f32 {
-        self.mapping.cell_size
+        self.scale.mapping.cell_size
     }
 }
 

@@ -2,6 +2,7 @@
 //! every algorithm's own options, shared with `bench` too.
 
 use crate::detail_args::DetailArgs;
+use crate::stream_args::TreeBuild;
 use crate::stream_args::{self, StreamArgs};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use anyhow::{Context, bail};
@@ -114,6 +115,19 @@ pub struct AlgorithmOptionArgs {
 }
 
 impl AlgorithmOptionArgs {
+    /// How algorithm A may be built from an imported directory's tiles: not with a local
+    /// detail (inserted into the loaded level), page by page with `--page-frames`, else
+    /// whole.
+    pub fn tree_build(&self) -> TreeBuild {
+        if self.detail.detail.is_some() {
+            TreeBuild::Never
+        } else if self.page_frames.unwrap_or(0) > 0 {
+            TreeBuild::Paged
+        } else {
+            TreeBuild::Whole
+        }
+    }
+
     pub fn options(&self) -> LodOptions {
         let patches = PatchOptions::default();
         LodOptions {

@@ -143,28 +143,48 @@ pub fn is_streaming(algorithm: &str) -> bool {
     lod::find(algorithm).is_some_and(|entry| entry.streams_tiles)
 }
 
-/// Whether algorithm `algorithm` over the imported directory of `terrain` can be built from
-/// its tiles without loading its finest level (algorithm A: the same tree as from the
-/// loaded level): when that level is within `--max-samples`, since the tree is still built
-/// whole in memory (past it the load refuses, pointing to the streaming algorithms).
-pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str) -> bool {
+/// Whether and how algorithm A may be built from an imported directory's tiles instead of
+/// loading its finest level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeBuild {
+    /// Not from the tiles: the command inserts a local detail, which only a tree built
+    /// from the loaded level takes, or draws from memory (the viewer).
+    Never,
+    /// The tree whole in memory (no `--page-frames`): within `--max-samples`.
+    Whole,
+    /// Page by page, each page written to the page file as it is built
+    /// (`--page-frames`): any size.
+    Paged,
+}
+
+/// Whether algorithm `algorithm` over the imported directory of `terrain` is built from its
+/// tiles without loading its finest level (algorithm A: the same tree as from the loaded
+/// level) when built as `build` says: paged at any size; whole only within
+/// `--max-samples`, since that tree is as large as the level (past it the load refuses).
+pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str, build: TreeBuild) -> bool {
     let Some(dir) = terrain.file.as_deref().filter(|f| f.is_dir()) else {
         return false;
     };
     let builds = lod::find(algorithm).is_some_and(|e| e.stream.is_some() && !e.streams_tiles);
     builds
-        && TiledTerrain::read_header(dir).is_ok_and(|header| {
-            u64::from(header.width) * u64::from(header.height) <= terrain.max_samples
-        })
+        && match build {
+            TreeBuild::Never => false,
+            TreeBuild::Paged => true,
+            TreeBuild::Whole => TiledTerrain::read_header(dir).is_ok_and(|header| {
+                u64::from(header.width) * u64::from(header.height) <= terrain.max_samples
+            }),
+        }
 }
 
-/// The imported directory of `terrain` when `algorithm` streams its tiles or, with
-/// `build` (the command does not insert a local detail, which only a tree built from the
-/// loaded level takes), is built from them ([`builds_from_tiles`]), instead of loading it.
-pub fn streams<'a>(terrain: &'a TerrainArgs, algorithm: &str, build: bool) -> Option<&'a Path> {
+/// The imported directory of `terrain` when `algorithm` streams its tiles or is built from
+/// them ([`builds_from_tiles`]), instead of loading it.
+pub fn streams<'a>(
+    terrain: &'a TerrainArgs,
+    algorithm: &str,
+    build: TreeBuild,
+) -> Option<&'a Path> {
     let dir = terrain.file.as_deref().filter(|f| f.is_dir())?;
-    let builds = build && builds_from_tiles(terrain, algorithm);
-    (is_streaming(algorithm) || builds).then_some(dir)
+    (is_streaming(algorithm) || builds_from_tiles(terrain, algorithm, build)).then_some(dir)
 }
 
 /// An opened directory: the tiles, and a coarse level of it for planning cameras.
@@ -270,9 +290,13 @@ pub enum DrawnTerrain {
 }
 
 impl DrawnTerrain {
-    /// Streams `args.file` when it is a directory that `algorithm` streams or (with
-    /// `build`) is built from ([`streams`]), else loads.
-    pub fn open(args: &TerrainArgs, algorithm: &str, build: bool) -> anyhow::Result<DrawnTerrain> {
+    /// Streams `args.file` when it is a directory that `algorithm` streams or is built
+    /// from as `build` says ([`streams`]), else loads.
+    pub fn open(
+        args: &TerrainArgs,
+        algorithm: &str,
+        build: TreeBuild,
+    ) -> anyhow::Result<DrawnTerrain> {
         Ok(match streams(args, algorithm, build) {
             Some(dir) => DrawnTerrain::Streamed(StreamedTerrain::open(dir, args)?),
             None => DrawnTerrain::Loaded(args.load()?),

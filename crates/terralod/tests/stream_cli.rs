@@ -769,7 +769,8 @@ fn a_directory_too_large_to_load_streams_when_no_algorithm_is_named() {
 /// `--algo adaptive` over a directory builds its tree from the tiles: its export is the
 /// file's, byte for byte (listed vertices both ways). With a local detail (which only a
 /// tree built from a loaded terrain takes) the directory's finest level is loaded, as it
-/// is past `--max-samples`, where the load refuses it.
+/// is past `--max-samples`, where the load refuses it unless the tree is built page by
+/// page (`--page-frames`).
 #[test]
 fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -813,5 +814,18 @@ fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--max-samples"), "{stderr}");
+    assert!(stderr.contains("--page-frames"), "{stderr}");
     assert!(!refused_out.exists());
+    // With frames for pages the tree is built page by page to disk, never whole, so the
+    // limit does not apply: the same export.
+    let paged_out = dir.path().join("paged.ply");
+    let mut args = streamed_mesh("adaptive", tiles, paged_out.to_str().expect("UTF-8"));
+    args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
+    args.extend_from_slice(&["--page-cells", "32"]);
+    let summary = last_json(&ok(&args).0);
+    assert!(summary["streamed"].is_object(), "{summary}");
+    assert!(
+        std::fs::read(&paged_out).expect("written") == a,
+        "the paged export differs"
+    );
 }

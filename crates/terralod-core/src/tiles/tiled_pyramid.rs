@@ -309,6 +309,13 @@ impl TiledPyramid {
         self.shapes.len()
     }
 
+    /// The first level whose nodes each lie within one level-0 tile: from there down, a
+    /// node's bounds come from its tile's pyramid, so visiting the nodes tile by tile
+    /// builds each tile's pyramid once.
+    pub fn tile_level(&self) -> usize {
+        self.top.len()
+    }
+
     /// Cells per side of a node at `level`.
     pub fn node_size(&self, level: usize) -> u32 {
         self.shapes[level].size

@@ -121,8 +121,7 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         frames: frames.as_ref(),
         held_back: std::cell::Cell::new(0),
     });
-    let no_detail = args.lod.algorithm.detail.detail.is_none();
-    let streamed = streams(&args.terrain, entry.name, no_detail);
+    let streamed = streams(&args.terrain, entry.name, args.lod.algorithm.tree_build());
     args.stream.refuse_unless_streamed(streamed.is_some())?;
     let detail = args
         .lod

@@ -138,7 +138,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         .load(entry.name, args.terrain.max_samples)?;
     // `--algo streamed` over an imported directory streams it; the renderer and the default
     // camera then take a coarse level of it (the slots carry the drawn heights).
-    let terrain = DrawnTerrain::open(&args.terrain, entry.name, detail_field.is_none())?;
+    let build = args.lod.algorithm.tree_build();
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name, build)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());

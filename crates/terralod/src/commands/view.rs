@@ -5,7 +5,7 @@ use crate::camera_args::CameraArgs;
 use crate::commands::render::{check_png, load_texture};
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
-use crate::stream_args::{DrawnTerrain, StreamArgs};
+use crate::stream_args::{DrawnTerrain, StreamArgs, TreeBuild};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use crate::viewer::{self, DebugViews, LodControls, ViewerConfig};
 use anyhow::Context;
@@ -70,7 +70,7 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     // its planning level, and the other algorithms (switched to live) draw that level.
     // The viewer builds algorithm A from the loaded level (a tree from the tiles would be
     // built again at every switch to it).
-    let terrain = DrawnTerrain::open(&args.terrain, entry.name, false)?;
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name, TreeBuild::Never)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());

@@ -4,7 +4,9 @@
 //! its pages on disk: what `--algo adaptive` gives a command over an imported directory,
 //! beside the algorithms that stream tiles while they select.
 
-use super::{AdaptiveLod, AdaptiveOptions, DetailError};
+use super::paging::{PagedBuildError, Paging};
+use super::tree::{Budget, TilesSource, TreeBuilder};
+use super::{AdaptiveLod, AdaptiveOptions, DetailError, EXPIRED};
 use crate::camera::Aabb;
 use crate::lod::{
     BuildError, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamCounts,
@@ -21,6 +23,8 @@ pub enum TilesBuildError {
     Grid(Box<BuildError>),
     #[error(transparent)]
     Tree(#[from] DetailError),
+    #[error(transparent)]
+    Pages(#[from] PagedBuildError),
     #[error(
         "algorithm adaptive builds its tree from the stored levels: procedural detail below \
          them (--detail-levels) is drawn by the streaming algorithms streamed and \
@@ -39,8 +43,8 @@ impl AdaptiveLod<'_> {
     /// Builds the algorithm over an imported terrain's tiles instead of a heightfield: the
     /// tree [`AdaptiveLod::with_options`] builds over the terrain's finest level (bit for
     /// bit for 16-bit samples, see [`TiledPyramid`] for `f32`), without that level or its
-    /// pyramid in memory (the tree itself is, until step 5 of docs/ADAPTIVE_PAGING.md
-    /// builds it page by page). Tiles that cannot be read are stood in for
+    /// pyramid in memory (the tree itself is: [`AdaptiveLod::from_tiles_on_disk`] writes
+    /// it page by page). Tiles that cannot be read are stood in for
     /// ([`TiledPyramid::stand_ins`]); fails on one no level can stand in for, and on a grid
     /// past `u32` indices unless the vertices are listed.
     pub fn from_tiles(
@@ -48,22 +52,62 @@ impl AdaptiveLod<'_> {
         options: LodOptions,
         adaptive: AdaptiveOptions,
     ) -> Result<AdaptiveLod<'static>, TilesBuildError> {
-        if !adaptive.list_vertices {
-            let header = tiles.terrain().header();
-            crate::lod::check_indices(header.width, header.height)?;
-        }
-        let source = super::tree::TilesSource::new(tiles);
+        check_indices(tiles, adaptive)?;
+        let source = TilesSource::new(tiles);
         let tree = super::tree::build(
             &source,
             adaptive.build_tolerance,
             adaptive.page_cells,
-            super::tree::Budget::UNLIMITED,
+            Budget::UNLIMITED,
         );
         if let Some(failure) = source.failure() {
             return Err(failure.into());
         }
         Ok(AdaptiveLod::from_tree(tree?, options, adaptive, None))
     }
+
+    /// [`AdaptiveLod::from_tiles`] with frames for pages (`adaptive.page_frames` > 0): the
+    /// pages are written to a page file in `dir` as they are built, a few at a time, so
+    /// neither level 0 nor the tree is ever whole in memory (step 5 of
+    /// docs/ADAPTIVE_PAGING.md). The same algorithm as `from_tiles` followed by
+    /// [`AdaptiveLod::spool_pages`]. Without frames, `from_tiles`.
+    pub fn from_tiles_on_disk(
+        tiles: &TiledPyramid,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        dir: &std::path::Path,
+    ) -> Result<AdaptiveLod<'static>, TilesBuildError> {
+        if adaptive.page_frames == 0 {
+            return Self::from_tiles(tiles, options, adaptive);
+        }
+        check_indices(tiles, adaptive)?;
+        let source = TilesSource::new(tiles);
+        let built = TreeBuilder::new(
+            &source,
+            adaptive.build_tolerance,
+            adaptive.page_cells,
+            Budget::UNLIMITED,
+        )
+        .map_err(PagedBuildError::from)
+        .and_then(|builder| Paging::build_on_disk(builder, adaptive.page_frames as usize, dir));
+        if let Some(failure) = source.failure() {
+            return Err(failure.into());
+        }
+        let (tree, paging) = built?;
+        let (state, deadline) = (vec![0; tree.slots()], vec![EXPIRED; tree.slots()]);
+        Ok(AdaptiveLod::from_parts(
+            tree, paging, state, deadline, options, adaptive, None,
+        ))
+    }
+}
+
+/// Refuses a grid past `u32` indices unless the vertices are listed.
+fn check_indices(tiles: &TiledPyramid, adaptive: AdaptiveOptions) -> Result<(), TilesBuildError> {
+    if !adaptive.list_vertices {
+        let header = tiles.terrain().header();
+        crate::lod::check_indices(header.width, header.height)?;
+    }
+    Ok(())
 }
 
 /// Algorithm A built from an imported directory's tiles, beside the directory's tile cache
@@ -116,8 +160,8 @@ impl TiledAdaptive {
             TiledPyramid::build(tiles.inner().terrain()).map_err(TilesBuildError::from)?;
         let adaptive = options.adaptive.with_list_vertices(true);
         let options = options.with_adaptive(adaptive);
-        let lod = AdaptiveLod::from_tiles(&pyramid, options, adaptive)?
-            .with_pages_in(&std::env::temp_dir())?;
+        let lod =
+            AdaptiveLod::from_tiles_on_disk(&pyramid, options, adaptive, &std::env::temp_dir())?;
         let unreported = pyramid.stand_ins();
         Ok(TiledAdaptive {
             lod,

@@ -131,6 +131,7 @@ mod update;
 pub use detail::{Detail, DetailError};
 pub use from_tiles::{TiledAdaptive, TilesBuildError};
 pub use page_file::PageError;
+pub use paging::PagedBuildError;
 
 use super::{GridVertices, LodAlgorithm, LodOptions, Selection, SelectionStats, View};
 use crate::camera::{Aabb, Containment, Frustum};

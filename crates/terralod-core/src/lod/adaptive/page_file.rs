@@ -141,7 +141,7 @@ impl PageSpool {
     pub fn write(
         dir: &Path,
         pages: usize,
-        page: impl Fn(usize) -> Option<PageData>,
+        page: impl FnMut(usize) -> Option<PageData>,
         shape: PageShape,
     ) -> Result<PageSpool, PageError> {
         let write_error = |source| PageError::Write {
@@ -247,7 +247,7 @@ impl Drop for PageSpool {
 fn write_pages(
     file: &File,
     pages: usize,
-    page: impl Fn(usize) -> Option<PageData>,
+    mut page: impl FnMut(usize) -> Option<PageData>,
     floats: bool,
 ) -> io::Result<Vec<Option<Entry>>> {
     let mut out = BufWriter::with_capacity(1 << 20, file);

@@ -27,9 +27,14 @@
 
 use super::Deadline;
 use super::EXPIRED;
+use super::detail::DetailError;
 use super::page_file::{PageError, PageShape, PageSpool, Received};
-use super::tree::{MAX_SLOTS, NOT_RESIDENT, PageData, ROOT, Sq, SquareTree};
+use super::tree::{
+    BuiltPage, LevelShape, MAX_SLOTS, NOT_RESIDENT, PageData, ROOT, Source, Sq, SquareTree,
+    TreeBuilder,
+};
 use super::update::enabled_children;
+use rayon::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -139,6 +144,62 @@ pub(super) struct Paging {
     ceiling_eye: glam::Vec3,
 }
 
+/// Where the page roots lie on their level, and which pages never leave: the pages
+/// within one page of a root reaching beyond the data (whose squares are always refined).
+struct Placement {
+    level: u32,
+    /// Per position of the roots' level (row-major, `nx` a row), its page or [`NO_PAGE`].
+    grid: Vec<u32>,
+    nx: u32,
+    nz: u32,
+    pinned: Vec<bool>,
+}
+
+impl Placement {
+    fn new(levels: &[LevelShape], roots: &[Sq], straddles: impl Fn(Sq) -> bool) -> Placement {
+        let level = roots[0].level;
+        let shape = levels[level as usize];
+        let mut grid = vec![NO_PAGE; shape.nx as usize * shape.nz as usize];
+        for (j, root) in roots.iter().enumerate() {
+            grid[(root.iz * shape.nx + root.ix) as usize] = j as u32;
+        }
+        let mut pinned = vec![false; roots.len()];
+        for root in roots.iter().filter(|root| straddles(**root)) {
+            for j in around(&grid, shape.nx, shape.nz, root.ix, root.iz) {
+                pinned[j as usize] = true;
+            }
+        }
+        Placement {
+            level,
+            grid,
+            nx: shape.nx,
+            nz: shape.nz,
+            pinned,
+        }
+    }
+
+    /// The frames made when `asked` are: at least the pinned pages and nine more, at most
+    /// one per page.
+    fn frames(&self, asked: usize) -> usize {
+        let pinned = self.pinned.iter().filter(|&&p| p).count();
+        asked.max(pinned + 9).min(self.pinned.len())
+    }
+}
+
+/// Why algorithm A's tree could not be built with its pages written straight to disk.
+#[derive(Debug, thiserror::Error)]
+pub enum PagedBuildError {
+    #[error(transparent)]
+    Page(#[from] PageError),
+    #[error(transparent)]
+    Tree(#[from] DetailError),
+    #[error(
+        "{frames} frames of {frame_slots} slots for pages do not fit in algorithm \
+         adaptive's pool of at most 2^31 slots: lower --page-frames or --page-cells"
+    )]
+    Frames { frames: usize, frame_slots: u32 },
+}
+
 impl Paging {
     /// Takes `tree` (as built, with pages) apart: returns the top with `frames` frames
     /// after it (at least the pinned pages and nine more, at most one per page), the
@@ -146,52 +207,132 @@ impl Paging {
     /// back if those frames would not fit in a pool ([`MAX_SLOTS`]).
     pub fn new(tree: SquareTree, frames: usize) -> Result<(SquareTree, Paging), Box<SquareTree>> {
         let roots = tree.page_roots();
-        let level = roots[0].level;
-        let shape = tree.levels[level as usize];
-        let mut grid = vec![NO_PAGE; shape.nx as usize * shape.nz as usize];
-        for (j, root) in roots.iter().enumerate() {
-            grid[(root.iz * shape.nx + root.ix) as usize] = j as u32;
-        }
-        let mut pinned = vec![false; roots.len()];
-        for root in roots.iter().filter(|root| tree.straddles(**root)) {
-            for j in around(&grid, shape.nx, shape.nz, root.ix, root.iz) {
-                pinned[j as usize] = true;
-            }
-        }
+        let placement = Placement::new(&tree.levels, &roots, |sq| tree.straddles(sq));
         let frame_slots = tree.pages().iter().map(|p| p.slots).max().unwrap_or(0);
-        let pinned_count = pinned.iter().filter(|&&p| p).count();
-        let frames = (frames.max(pinned_count + 9)).min(roots.len());
+        let frames = placement.frames(frames);
         let top = tree.pages()[0].first as usize;
         if top + frames * frame_slots as usize >= MAX_SLOTS {
             return Err(Box::new(tree));
         }
         let mut live = tree.top_with_frames(frames, frame_slots as usize);
+        let store = Store::Memory(Box::new(tree));
+        let paging = Paging::start(&mut live, placement, roots, frames, store, &[]);
+        Ok((live, paging))
+    }
+
+    /// Builds the tree of `builder` with its pages written to a page file in `dir` as
+    /// they are built, a few at a time (step 5 of docs/ADAPTIVE_PAGING.md), so the tree
+    /// is never whole in memory: returns what [`Paging::new`] returns for the tree built
+    /// whole, pages and all ([`build`](super::tree::build)), then spooled
+    /// ([`Paging::spool_to`]). Without pages, the tree as built and no paging.
+    pub fn build_on_disk<S: Source>(
+        builder: TreeBuilder<'_, S>,
+        frames: usize,
+        dir: &Path,
+    ) -> Result<(SquareTree, Option<Paging>), PagedBuildError> {
+        let pages = builder.pages();
+        if pages == 0 {
+            return Ok((builder.finish(&[]), None));
+        }
+        let roots: Vec<Sq> = (0..pages).map(|j| builder.root(j)).collect();
+        let levels = builder.levels().to_vec();
+        let placement = Placement::new(&levels, &roots, |sq| builder.straddles(sq));
+        let shape = PageShape {
+            floats: builder.float_heights(),
+            depth: (levels.len() - 1) as u32 - placement.level,
+        };
+        // Built a batch at a time across the threads, handed to the writer in order.
+        let batch = 2 * rayon::current_num_threads();
+        let mut built: std::collections::VecDeque<BuiltPage> = Default::default();
+        let mut summaries = Vec::with_capacity(pages);
+        let mut kept = Vec::new();
+        let mut failure = None;
+        let page = |j: usize| -> Option<PageData> {
+            if built.is_empty() && failure.is_none() {
+                let next = j..(j + batch).min(pages);
+                match next
+                    .into_par_iter()
+                    .map(|k| builder.page(k))
+                    .collect::<Result<Vec<_>, _>>()
+                {
+                    Ok(batch) => built.extend(batch),
+                    Err(e) => failure = Some(e),
+                }
+            }
+            let BuiltPage { data, summary } = built.pop_front()?;
+            summaries.push(summary);
+            if placement.pinned[j] {
+                kept.push((j, data));
+                None
+            } else {
+                Some(data)
+            }
+        };
+        let spool = PageSpool::write(dir, pages, page, shape)?;
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        let frame_slots = summaries.iter().map(|p| p.slots()).max().unwrap_or(0);
+        let frames = placement.frames(frames);
+        let mut live = builder.finish(&summaries);
+        if live.slots() + frames * frame_slots as usize >= MAX_SLOTS {
+            return Err(PagedBuildError::Frames {
+                frames,
+                frame_slots,
+            });
+        }
+        live.grow(frames * frame_slots as usize);
+        let paging = Paging::start(
+            &mut live,
+            placement,
+            roots,
+            frames,
+            Store::Disk(spool),
+            &kept,
+        );
+        Ok((live, Some(paging)))
+    }
+
+    /// The paging of `live` (the top and `frames` frames after it, each as long as the
+    /// longest page), with the pinned pages copied in: from the store when it is in
+    /// memory, else from `kept`.
+    fn start(
+        live: &mut SquareTree,
+        placement: Placement,
+        roots: Vec<Sq>,
+        frames: usize,
+        store: Store,
+        kept: &[(usize, PageData)],
+    ) -> Paging {
         let pages = roots.len();
+        let frame_slots = live.pages().iter().map(|p| p.slots).max().unwrap_or(0);
+        let top = live.slots() - frames * frame_slots as usize;
         let free = (0..frames)
             .rev()
             .map(|f| (top + f * frame_slots as usize) as u32)
             .collect();
+        let pinned_count = placement.pinned.iter().filter(|&&p| p).count();
         let mut paging = Paging {
-            depth: (tree.levels.len() - 1) as u32 - level,
-            floats: tree.float_heights(),
-            level,
-            grid,
-            nx: shape.nx,
-            nz: shape.nz,
-            complete: vec![false; pinned.len()],
-            pinned,
+            depth: (live.levels.len() - 1) as u32 - placement.level,
+            floats: live.float_heights(),
+            level: placement.level,
+            grid: placement.grid,
+            nx: placement.nx,
+            nz: placement.nz,
+            complete: vec![false; pages],
+            pinned: placement.pinned,
             frame_slots,
             free,
             held: Vec::with_capacity(frames),
-            asked_at: vec![0; roots.len()],
+            asked_at: vec![0; pages],
             // Each page is queued, wanted or waiting once at most, so these never grow
             // once made (no allocation per frame).
-            queue: Vec::with_capacity(roots.len()),
-            queued: vec![false; roots.len()],
-            loading: vec![false; roots.len()],
+            queue: Vec::with_capacity(pages),
+            queued: vec![false; pages],
+            loading: vec![false; pages],
             in_flight: 0,
             ready: Vec::new(),
-            failed: vec![false; roots.len()],
+            failed: vec![false; pages],
             faults: Vec::new(),
             roots,
             update: 0,
@@ -216,22 +357,26 @@ impl Paging {
             near: Vec::with_capacity(frames + 2 * pages),
             counted: vec![0; pages],
             round: 0,
-            store: Store::Memory(Box::new(tree)),
+            store,
         };
-        let Store::Memory(store) = &paging.store else {
-            unreachable!("made in memory")
-        };
-        for j in 0..paging.roots.len() {
+        for j in 0..pages {
             if paging.pinned[j] {
                 let frame = paging.free.pop().expect("a frame per pinned page");
-                live.page_in(j, paging.roots[j].id, store.page(j), frame);
+                let root = paging.roots[j].id;
+                match &paging.store {
+                    Store::Memory(store) => live.page_in(j, root, store.page(j), frame),
+                    Store::Disk(_) => {
+                        let (_, page) = kept.iter().find(|(k, _)| *k == j).expect("kept");
+                        live.page_in(j, root, page.view(), frame);
+                    }
+                }
                 paging.held.push(j as u32);
             }
         }
-        for j in 0..paging.roots.len() {
-            paging.complete[j] = paging.around_in_pool(&live, j);
+        for j in 0..pages {
+            paging.complete[j] = paging.around_in_pool(live, j);
         }
-        Ok((live, paging))
+        paging
     }
 
     /// Number of frames.

@@ -1856,3 +1856,89 @@ fn a_damaged_tile_stands_in_as_in_the_assembled_level() {
         assert_eq!(tiles.stand_ins(), stand_ins, "f32 {float}");
     }
 }
+
+/// The contents of an unnamed page file.
+fn page_file_bytes(lod: &AdaptiveLod<'_>) -> Vec<u8> {
+    use std::io::{Read, Seek};
+    let mut file = lod.page_file().expect("pages on disk");
+    file.rewind().expect("seekable");
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).expect("readable");
+    bytes
+}
+
+/// Pages written to disk as they are built (the tree never whole in memory) are the
+/// pages of the tree built whole and then spooled, byte for byte, and the algorithm
+/// selects what that one does, frame by frame, pages read and dropped alike.
+#[test]
+fn trees_built_on_disk_are_the_trees_built_whole_then_spooled() {
+    use crate::tiles::{ImportOptions, TiledPyramid, TiledTerrain, import};
+    let cases = [
+        // (width, height, seed, f32, tile cells, page cells, frames, tolerance)
+        (129, 129, 3, false, 16, 8, 20, 0.0),
+        (97, 41, 5, true, 8, 8, 12, 2.0),
+        (257, 130, 2, false, 8, 32, 12, 0.0),
+        (65, 65, 1, false, 16, 1 << 20, 10, 0.0),
+    ];
+    for (width, height, seed, float, tile_cells, page_cells, frames, tolerance) in cases {
+        let case = format!("{width} x {height}, f32 {float}, pages of {page_cells} cells");
+        let field = stepped_field_as(width, height, seed, float);
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        import(
+            &field,
+            dir.path(),
+            &ImportOptions::with_tile_cells(tile_cells),
+            &|_, _| {},
+        )
+        .expect("import");
+        let terrain = TiledTerrain::open(dir.path()).expect("open");
+        let tiles = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+        let adaptive = AdaptiveOptions::default()
+            .with_build_tolerance(tolerance)
+            .with_page_cells(page_cells)
+            .with_page_frames(frames)
+            .with_list_vertices(true);
+        let lod = LodOptions::default().with_adaptive(adaptive);
+        let spools = tempfile::tempdir().expect("a temporary folder");
+        let mut whole = AdaptiveLod::from_tiles(&tiles, lod, adaptive)
+            .expect("built whole")
+            .with_pages_in(spools.path())
+            .expect("spooled");
+        let mut on_disk = AdaptiveLod::from_tiles_on_disk(&tiles, lod, adaptive, spools.path())
+            .expect("built on disk");
+        assert!(whole.tree == on_disk.tree, "{case}");
+        assert_eq!(whole.state_bytes(), on_disk.state_bytes(), "{case}");
+        if page_cells > width {
+            assert!(whole.paging.is_none() && on_disk.paging.is_none(), "{case}");
+            continue;
+        }
+        let bytes = page_file_bytes(&on_disk);
+        assert!(bytes.len() > 1000, "{case}");
+        assert!(bytes == page_file_bytes(&whole), "{case}");
+        for view in low_flight(&field) {
+            for _ in 0..3 {
+                whole.await_pages();
+                on_disk.await_pages();
+                assert_eq!(
+                    on_disk.select(&view).to_mesh_as_carried(),
+                    whole.select(&view).to_mesh_as_carried(),
+                    "{case}"
+                );
+                let (d, w) = (
+                    on_disk.paging().expect("paged"),
+                    whole.paging().expect("paged"),
+                );
+                assert_eq!(
+                    (d.copied_in, d.dropped, d.held_back, d.resident, d.loaded),
+                    (w.copied_in, w.dropped, w.held_back, w.resident, w.loaded),
+                    "{case}"
+                );
+            }
+        }
+        let paging = on_disk.paging().expect("paged");
+        assert!(
+            paging.dropped > 0 && paging.failures == 0,
+            "{case}: {paging:?}"
+        );
+    }
+}

@@ -289,8 +289,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .as_deref()
         .filter(|f| f.is_dir() && !args.scaling)
         .filter(|_| {
-            let no_detail = args.algorithm.detail.detail.is_none();
-            let builds = |a: &str| no_detail && builds_from_tiles(&args.terrain, a);
+            let build = args.algorithm.tree_build();
+            let builds = |a: &str| builds_from_tiles(&args.terrain, a, build);
             !args.algos.is_empty() && args.algos.iter().all(|a| is_streaming(a) || builds(a))
         });
     if streamed_dir.is_some() && args.algos.len() > 1 {

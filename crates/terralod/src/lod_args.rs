@@ -122,7 +122,11 @@ impl AlgorithmOptionArgs {
         if self.detail.detail.is_some() {
             TreeBuild::Never
         } else if self.page_frames.unwrap_or(0) > 0 {
-            TreeBuild::Paged
+            TreeBuild::Paged {
+                page_cells: self
+                    .page_cells
+                    .unwrap_or(AdaptiveOptions::DEFAULT_PAGE_CELLS),
+            }
         } else {
             TreeBuild::Whole
         }

@@ -153,14 +153,17 @@ pub enum TreeBuild {
     /// The tree whole in memory (no `--page-frames`): within `--max-samples`.
     Whole,
     /// Page by page, each page written to the page file as it is built
-    /// (`--page-frames`): any size.
-    Paged,
+    /// (`--page-frames`), the pages the subtrees of squares of `page_cells` cells: any
+    /// size, where the terrain has such squares with children below them (else the tree
+    /// has no pages and is built whole).
+    Paged { page_cells: u32 },
 }
 
 /// Whether algorithm `algorithm` over the imported directory of `terrain` is built from its
 /// tiles without loading its finest level (algorithm A: the same tree as from the loaded
-/// level) when built as `build` says: paged at any size; whole only within
-/// `--max-samples`, since that tree is as large as the level (past it the load refuses).
+/// level) when built as `build` says: paged at any size where the tree has pages; whole
+/// only within `--max-samples`, since that tree is as large as the level (past it the load
+/// refuses).
 pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str, build: TreeBuild) -> bool {
     let Some(dir) = terrain.file.as_deref().filter(|f| f.is_dir()) else {
         return false;
@@ -169,10 +172,16 @@ pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str, build: TreeBuil
     builds
         && match build {
             TreeBuild::Never => false,
-            TreeBuild::Paged => true,
-            TreeBuild::Whole => TiledTerrain::read_header(dir).is_ok_and(|header| {
-                u64::from(header.width) * u64::from(header.height) <= terrain.max_samples
-            }),
+            TreeBuild::Whole | TreeBuild::Paged { .. } => {
+                TiledTerrain::read_header(dir).is_ok_and(|header| {
+                    let within =
+                        u64::from(header.width) * u64::from(header.height) <= terrain.max_samples;
+                    let root = (header.width.max(header.height) - 1).next_power_of_two();
+                    let paged = matches!(build, TreeBuild::Paged { page_cells }
+                        if page_cells > 2 && page_cells < root);
+                    within || paged
+                })
+            }
         }
 }
 

@@ -171,9 +171,9 @@ impl TerrainArgs {
                     Err(error @ terralod_core::tiles::TileError::TooLargeForMemory { .. }) => {
                         anyhow::bail!(
                             "reading {}: {error}: a streaming algorithm ({}) streams the \
-                             directory instead of loading it, algorithm adaptive with \
-                             --page-frames N builds its tree from the tiles page by page \
-                             (or raise --max-samples)",
+                             directory instead of loading it, and in mesh, render and \
+                             bench algorithm adaptive with --page-frames N builds its \
+                             tree from the tiles page by page (or raise --max-samples)",
                             path.display(),
                             terralod_core::lod::streaming_names()
                         )

@@ -828,4 +828,15 @@ fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
         std::fs::read(&paged_out).expect("written") == a,
         "the paged export differs"
     );
+    // Pages larger than the terrain: the tree would have none and be built whole, so the
+    // limit applies again.
+    let unpaged_out = dir.path().join("unpaged.ply");
+    let mut args = streamed_mesh("adaptive", tiles, unpaged_out.to_str().expect("UTF-8"));
+    args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
+    args.extend_from_slice(&["--page-cells", "256"]);
+    let output = terralod(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--max-samples"), "{stderr}");
+    assert!(!unpaged_out.exists());
 }

@@ -70,7 +70,8 @@ impl AdaptiveLod<'_> {
     /// pages are written to a page file in `dir` as they are built, a few at a time, so
     /// neither level 0 nor the tree is ever whole in memory (step 5 of
     /// docs/ADAPTIVE_PAGING.md). The same algorithm as `from_tiles` followed by
-    /// [`AdaptiveLod::spool_pages`]. Without frames, `from_tiles`.
+    /// [`AdaptiveLod::spool_pages`], but for frames too many for a pool, refused here
+    /// ([`PagedBuildError::Frames`]). Without frames, `from_tiles`.
     pub fn from_tiles_on_disk(
         tiles: &TiledPyramid,
         options: LodOptions,

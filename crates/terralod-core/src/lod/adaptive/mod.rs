@@ -182,7 +182,8 @@ pub struct AdaptiveOptions {
     /// their roots are drawn as leaves, see [`AdaptiveLod::paging`]) and dropped when
     /// nothing needs them; when a view asks for more pages than fit, the nearest get
     /// the frames and the ground beyond a release radius is coarsened to free them.
-    /// 0 (default), or frames too many for a pool: every page stays in the pool.
+    /// 0 (default), or frames too many for a pool: every page stays in the pool (a tree
+    /// built page by page to disk, [`AdaptiveLod::from_tiles_on_disk`], is refused then).
     pub page_frames: u32,
     /// Select [`Selection::Listed`]: every drawn vertex with its grid position and drawn
     /// height, so nothing that draws or checks the selection reads the terrain's samples

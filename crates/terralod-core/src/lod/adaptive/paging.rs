@@ -224,7 +224,9 @@ impl Paging {
     /// they are built, a few at a time (step 5 of docs/ADAPTIVE_PAGING.md), so the tree
     /// is never whole in memory: returns what [`Paging::new`] returns for the tree built
     /// whole, pages and all ([`build`](super::tree::build)), then spooled
-    /// ([`Paging::spool_to`]). Without pages, the tree as built and no paging.
+    /// ([`Paging::spool_to`]). Without pages, the tree as built and no paging. Frames too
+    /// many for a pool are an error here ([`PagedBuildError::Frames`]), where `new` gives
+    /// the tree back to run without frames: this tree cannot be whole in memory.
     pub fn build_on_disk<S: Source>(
         builder: TreeBuilder<'_, S>,
         frames: usize,

@@ -1832,6 +1832,21 @@ fn a_damaged_tile_stands_in_as_in_the_assembled_level() {
         let from_tiles = AdaptiveLod::from_tiles(&tiles, lod, adaptive).expect("built");
         assert!(in_memory.tree == from_tiles.tree, "f32 {float}");
         assert_eq!(tiles.stand_ins(), stand_ins, "f32 {float}");
+        // Built page by page to disk: the same pages.
+        let paged = adaptive.with_page_cells(16).with_page_frames(10);
+        let lod_paged = LodOptions::default().with_adaptive(paged);
+        let spools = tempfile::tempdir().expect("a temporary folder");
+        let whole = AdaptiveLod::from_tiles(&tiles, lod_paged, paged)
+            .expect("built")
+            .with_pages_in(spools.path())
+            .expect("spooled");
+        let on_disk = AdaptiveLod::from_tiles_on_disk(&tiles, lod_paged, paged, spools.path())
+            .expect("built on disk");
+        assert!(whole.tree == on_disk.tree, "f32 {float}");
+        assert!(
+            page_file_bytes(&whole) == page_file_bytes(&on_disk),
+            "f32 {float}"
+        );
         assert!(
             stand_ins[0].fault.contains("2/1.tile"),
             "{}",
@@ -1941,4 +1956,28 @@ fn trees_built_on_disk_are_the_trees_built_whole_then_spooled() {
             "{case}: {paging:?}"
         );
     }
+}
+
+/// A page whose build fails (here: over the build's budget) fails the build on disk,
+/// after the top was built and while pages were being written; a build within the
+/// budget gives the pages of the tree built whole.
+#[test]
+fn a_page_that_cannot_be_built_fails_the_build_on_disk() {
+    let field = stepped_field(129, 129, 2);
+    let pyramid = Pyramid::build(&field);
+    let source = tree::FieldSource::new(&field, &pyramid);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let build = |limit: u64| {
+        let builder =
+            tree::TreeBuilder::new(&source, 0.0, 64, tree::Budget { limit }).expect("the top fits");
+        paging::Paging::build_on_disk(builder, 9, dir.path())
+    };
+    let refused = build(8 << 10).expect_err("a page over the budget");
+    assert!(
+        matches!(refused, PagedBuildError::Tree(DetailError::TooLarge { .. })),
+        "{refused}"
+    );
+    let (tree, paging) = build(u64::MAX).expect("within the budget");
+    assert!(paging.is_some() && tree.squares() > 1000);
+    assert_eq!(std::fs::read_dir(dir.path()).expect("readable").count(), 0);
 }

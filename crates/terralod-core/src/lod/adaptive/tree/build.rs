@@ -24,28 +24,29 @@ enum Membership {
     Sparse(HashSet<(u32, u32)>),
 }
 
-/// Largest level kept as bits (128 MiB of them): 65537² samples have 2^28 squares on the
-/// level above the finest.
-const DENSE_MARKS: usize = 1 << 30;
+/// Largest level kept as bits (32 MiB of them): 65537² samples have 2^28 squares on the
+/// level above the finest. Past that (a local detail's finer levels, or a terrain of more
+/// than 65537² samples) a level is a set, which costs a hash per marked square.
+const DENSE_MARKS: usize = 1 << 28;
 
 impl Marks {
-    fn new(shapes: &[LevelShape]) -> Marks {
+    fn new(shapes: &[LevelShape], budget: Budget) -> Result<Marks, DetailError> {
         let finest = shapes.len() - 1;
-        Marks {
-            levels: shapes
-                .iter()
-                .enumerate()
-                .map(|(level, s)| {
-                    let n = s.nx as usize * s.nz as usize;
-                    if level < finest && n <= DENSE_MARKS {
-                        Membership::Dense((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
-                    } else {
-                        Membership::Sparse(HashSet::new())
-                    }
-                })
-                .collect(),
-            shapes: shapes.to_vec(),
+        let mut levels = Vec::with_capacity(shapes.len());
+        for (level, s) in shapes.iter().enumerate() {
+            let n = s.nx as usize * s.nz as usize;
+            levels.push(if level < finest && n <= DENSE_MARKS {
+                let mut bits = budget.vec(n.div_ceil(64))?;
+                bits.extend((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)));
+                Membership::Dense(bits)
+            } else {
+                Membership::Sparse(HashSet::new())
+            });
         }
+        Ok(Marks {
+            levels,
+            shapes: shapes.to_vec(),
+        })
     }
 
     #[inline]
@@ -97,70 +98,15 @@ impl Marks {
     fn exists(&self, level: usize, ix: u32, iz: u32) -> bool {
         level == 0 || self.get(level - 1, ix / 2, iz / 2)
     }
-
-    /// Calls `visit` with the marked squares of `level` in row order, reading each word
-    /// of bits when the walk gets there (a set: from a sorted copy). A square marked
-    /// during the walk may or may not be visited: callers that mark the walked level
-    /// also queue what they mark.
-    fn walk(&mut self, level: usize, mut visit: impl FnMut(&mut Marks, u32, u32)) {
-        let nx = self.shapes[level].nx as usize;
-        match &self.levels[level] {
-            Membership::Dense(bits) => {
-                for w in 0..bits.len() {
-                    let Membership::Dense(bits) = &self.levels[level] else {
-                        unreachable!("a level keeps its kind")
-                    };
-                    let mut word = bits[w].load(Relaxed);
-                    while word != 0 {
-                        let i = w * 64 + word.trailing_zeros() as usize;
-                        word &= word - 1;
-                        visit(self, (i % nx) as u32, (i / nx) as u32);
-                    }
-                }
-            }
-            Membership::Sparse(set) => {
-                let mut marked: Vec<(u32, u32)> = set.iter().copied().collect();
-                marked.sort_unstable_by_key(|&(x, z)| (z, x));
-                for (x, z) in marked {
-                    visit(self, x, z);
-                }
-            }
-        }
-    }
 }
 
 impl Marks {
-    /// Marks, in parallel, the present squares of `level` for which `wanted` holds, when
-    /// the level is kept as bits (`wanted` reads the other levels); false, marking
-    /// nothing, when it is a set.
-    fn mark_where(
-        &mut self,
-        level: usize,
-        wanted: impl Fn(&Marks, u32, u32) -> bool + Sync,
-    ) -> bool {
-        let taken = std::mem::replace(&mut self.levels[level], Membership::Sparse(HashSet::new()));
-        let Membership::Dense(mut bits) = taken else {
-            self.levels[level] = taken;
-            return false;
-        };
-        let s = self.shapes[level];
-        let (nx, n) = (s.nx as usize, s.nx as usize * s.nz as usize);
-        let this = &*self;
-        bits.par_chunks_mut(CHUNK_WORDS)
-            .enumerate()
-            .for_each(|(c, chunk)| {
-                for (k, word) in chunk.iter_mut().enumerate() {
-                    let word = word.get_mut();
-                    let first = (c * CHUNK_WORDS + k) * 64;
-                    for i in first..(first + 64).min(n) {
-                        if wanted(this, (i % nx) as u32, (i / nx) as u32) {
-                            *word |= 1 << (i - first);
-                        }
-                    }
-                }
-            });
-        self.levels[level] = Membership::Dense(bits);
-        true
+    /// Marks the squares of `level` that a parallel pass found (where the level is a set,
+    /// which only one thread may change).
+    fn mark_all(&mut self, level: usize, found: Vec<(u32, u32)>) {
+        for (x, z) in found {
+            self.set(level, x, z);
+        }
     }
 
     /// What `visit` finds at each marked square of `level`, visited in parallel, in row
@@ -246,7 +192,13 @@ fn edge(x0: u32, z0: u32, size: u32, side: usize) -> [(u32, u32); 3] {
 }
 
 /// Rules 1 to 3: which squares have children.
-fn mark(source: &impl Source, shapes: &[LevelShape], extent: (u32, u32), tolerance: f32) -> Marks {
+fn mark(
+    source: &impl Source,
+    shapes: &[LevelShape],
+    extent: (u32, u32),
+    tolerance: f32,
+    budget: Budget,
+) -> Result<Marks, DetailError> {
     let finest = shapes.len() - 1;
     let straddles = |level: usize, ix: u32, iz: u32| {
         let size = shapes[level].size;
@@ -255,7 +207,7 @@ fn mark(source: &impl Source, shapes: &[LevelShape], extent: (u32, u32), toleran
     // Rule 1, coarse to fine over the squares that exist: subtree errors and reaching
     // beyond the data are monotone towards the root, so a square it marks has a marked
     // parent.
-    let mut marks = Marks::new(shapes);
+    let mut marks = Marks::new(shapes, budget)?;
     let rule_one = |level: usize, ix: u32, iz: u32| {
         level < finest && (straddles(level, ix, iz) || source.bounds(level, ix, iz).2 > tolerance)
     };
@@ -270,18 +222,19 @@ fn mark(source: &impl Source, shapes: &[LevelShape], extent: (u32, u32), toleran
         .filter(|&l| l + 1 < finest && (l + 1..finest).all(|level| marks.dense(level)));
     for level in 0..local.unwrap_or(finest.saturating_sub(1)) {
         let next = level + 1;
-        let parent_marked = |marks: &Marks, cx: u32, cz: u32| marks.get(level, cx / 2, cz / 2);
-        if !marks.mark_where(next, |marks, cx, cz| {
-            parent_marked(marks, cx, cz) && rule_one(next, cx, cz)
-        }) {
-            marks.walk(level, |marks, ix, iz| {
-                for (cx, cz) in children(shapes[next], ix, iz) {
-                    if rule_one(next, cx, cz) {
-                        marks.set(next, cx, cz);
+        let dense = marks.dense(next);
+        let found = marks.par_marked(level, |ix, iz, out| {
+            for (cx, cz) in children(shapes[next], ix, iz) {
+                if rule_one(next, cx, cz) {
+                    if dense {
+                        marks.set_shared(next, cx, cz);
+                    } else {
+                        out.push((cx, cz));
                     }
                 }
-            });
-        }
+            }
+        });
+        marks.mark_all(next, found);
     }
     if let Some(local) = local {
         marks.par_marked(local, |x, z, _: &mut Vec<()>| {
@@ -301,28 +254,18 @@ fn mark(source: &impl Source, shapes: &[LevelShape], extent: (u32, u32), toleran
     // stored (their parents get children), and its own parent has children.
     for level in (1..finest).rev() {
         let shape = shapes[level];
-        // In parallel: the squares of the coarser level holding one of these squares or a
-        // neighbour of one (its 2 × 2 children and the eight squares beside them).
-        let balanced = marks.mark_where(level - 1, |marks, px, pz| {
-            let (x0, z0) = ((2 * px).wrapping_sub(1), (2 * pz).wrapping_sub(1));
-            (0..4u32).any(|b| {
-                (0..4u32).any(|a| {
-                    let corner = (a == 0 || a == 3) && (b == 0 || b == 3);
-                    !corner && marks.get(level, x0.wrapping_add(a), z0.wrapping_add(b))
-                })
-            })
-        });
-        if balanced {
-            continue;
-        }
-        marks.walk(level, |marks, ix, iz| {
-            marks.set(level - 1, ix / 2, iz / 2);
-            for side in [EAST, SOUTH, NORTH, WEST] {
-                if let Some((x, z)) = beside(shape, ix, iz, side) {
-                    marks.set(level - 1, x / 2, z / 2);
+        let dense = marks.dense(level - 1);
+        let found = marks.par_marked(level, |ix, iz, out| {
+            let sides = [EAST, SOUTH, NORTH, WEST].map(|side| beside(shape, ix, iz, side));
+            for (x, z) in std::iter::once(Some((ix, iz))).chain(sides).flatten() {
+                if dense {
+                    marks.set_shared(level - 1, x / 2, z / 2);
+                } else {
+                    out.push((x / 2, z / 2));
                 }
             }
         });
+        marks.mark_all(level - 1, found);
     }
     // Rule 3: a leaf whose fan error plus a left-out vertex's error exceeds `T` gives the
     // coarser leaf across that vertex children. Each square is checked when it comes to
@@ -364,12 +307,8 @@ fn mark(source: &impl Source, shapes: &[LevelShape], extent: (u32, u32), toleran
     // its level starts (a check failing against fewer marks still marks only what the
     // rules force: the square across a failing vertex exists in the result, or the leaf
     // itself gets children and balance makes it exist), the marks applied after.
-    for (level, &shape) in shapes
-        .iter()
-        .enumerate()
-        .take(local.map_or(finest, |l| l) + 1)
-        .skip(1)
-    {
+    let checked_by_level = local.unwrap_or(finest) + 1;
+    for (level, &shape) in shapes.iter().enumerate().take(checked_by_level).skip(1) {
         let wanted = marks.par_marked(level - 1, |px, pz, out| {
             for (cx, cz) in children(shape, px, pz) {
                 check(&marks, level, cx, cz, out);
@@ -423,7 +362,7 @@ fn mark(source: &impl Source, shapes: &[LevelShape], extent: (u32, u32), toleran
             }
         }
     }
-    marks
+    Ok(marks)
 }
 
 /// Position of a pool slot while building (`level == u32::MAX`: outside).
@@ -629,7 +568,7 @@ impl<'s, S: Source> TreeBuilder<'s, S> {
             shapes[finest].nx * shapes[finest].size,
             shapes[finest].nz * shapes[finest].size,
         );
-        let marks = mark(source, &shapes, extent, tolerance);
+        let marks = mark(source, &shapes, extent, tolerance, budget)?;
         let page_level = shapes.iter().position(|s| s.size == page_cells);
         let (top, roots) = lay_out_top(&marks, page_level, budget)?;
         let mut builder = TreeBuilder {
@@ -699,8 +638,23 @@ impl<'s, S: Source> TreeBuilder<'s, S> {
         appender.breadth_first(0)?;
         appender.align();
         let part = appender.finish(0..0)?;
-        let window = self.window(j)?;
-        let mut filled = self.fill(&part.slots, &window)?;
+        // A page's samples are read once into a window, unless the page is large enough
+        // for the window to cost more memory than the reads save time.
+        let root_cells = self.shapes[root.level as usize].size as usize;
+        let (filled, border) = if (root_cells + 1).pow(2) <= WINDOW_SAMPLES {
+            let window = self.window(j)?;
+            (
+                self.fill(&part.slots, &window)?,
+                self.border_vertices(&part.slots, &window),
+            )
+        } else {
+            let whole = Whole(self.source);
+            (
+                self.fill(&part.slots, &whole)?,
+                self.border_vertices(&part.slots, &whole),
+            )
+        };
+        let mut filled = filled;
         let root_fan = self.top_filled.records[self.roots[j]].fan_error();
         let leaf_error = subtree_errors(&part, &mut filled, root_fan, &[]);
         let largest = filled.records[..4]
@@ -708,7 +662,7 @@ impl<'s, S: Source> TreeBuilder<'s, S> {
             .filter(|r| !r.is_outside())
             .map(|r| r.subtree_error())
             .fold(0.0f32, f32::max);
-        let (north, west) = self.border_vertices(&part.slots, &window);
+        let (north, west) = border;
         let summary = PageSummary {
             largest,
             slots: part.slots.len() as u32,
@@ -962,6 +916,11 @@ impl<S: Source> Sampler for Whole<'_, S> {
     }
 }
 
+/// Samples a page reads into a window at most (32 MiB of `f64`; a 256-cell page, the
+/// default, reads 66,049): with a batch of pages built at once, memory grows with the
+/// threads times this.
+const WINDOW_SAMPLES: usize = 1 << 22;
+
 /// A square of samples read once ([`TreeBuilder::window`]).
 struct Window {
     x0: u32,
@@ -975,7 +934,8 @@ impl Sampler for Window {
     fn raw(&self, col: u32, row: u32) -> f64 {
         debug_assert!(col.wrapping_sub(self.x0) < self.side);
         debug_assert!(row.wrapping_sub(self.z0) < self.side);
-        self.raw[((row - self.z0) * self.side + (col - self.x0)) as usize]
+        let (c, r) = ((col - self.x0) as usize, (row - self.z0) as usize);
+        self.raw[r * self.side as usize + c]
     }
 }
 

@@ -193,6 +193,13 @@ pub(super) struct LevelShape {
     pub nz: u32,
 }
 
+/// Whether the square at `(ix, iz)` of a level reaches beyond a drawn extent of
+/// `extent` cells.
+#[inline(always)]
+pub(super) fn reaches_beyond(shape: LevelShape, extent: (u32, u32), ix: u32, iz: u32) -> bool {
+    (ix + 1) * shape.size > extent.0 || (iz + 1) * shape.size > extent.1
+}
+
 impl LevelShape {
     #[inline(always)]
     pub fn present(&self, ix: u32, iz: u32) -> bool {
@@ -533,8 +540,7 @@ impl SquareTree {
     /// stored children are).
     #[inline(always)]
     pub fn straddles(&self, sq: Sq) -> bool {
-        let size = self.levels[sq.level as usize].size;
-        (sq.ix + 1) * size > self.extent.0 || (sq.iz + 1) * size > self.extent.1
+        reaches_beyond(self.levels[sq.level as usize], self.extent, sq.ix, sq.iz)
     }
 
     /// The largest fan error of a leaf (see the field).

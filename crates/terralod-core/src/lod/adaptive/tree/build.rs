@@ -200,10 +200,7 @@ fn mark(
     budget: Budget,
 ) -> Result<Marks, DetailError> {
     let finest = shapes.len() - 1;
-    let straddles = |level: usize, ix: u32, iz: u32| {
-        let size = shapes[level].size;
-        (ix + 1) * size > extent.0 || (iz + 1) * size > extent.1
-    };
+    let straddles = |level: usize, ix: u32, iz: u32| reaches_beyond(shapes[level], extent, ix, iz);
     // Rule 1, coarse to fine over the squares that exist: subtree errors and reaching
     // beyond the data are monotone towards the root, so a square it marks has a marked
     // parent.
@@ -620,8 +617,7 @@ impl<'s, S: Source> TreeBuilder<'s, S> {
 
     /// Whether a square reaches beyond the data (see [`SquareTree::straddles`]).
     pub fn straddles(&self, sq: Sq) -> bool {
-        let size = self.shapes[sq.level as usize].size;
-        (sq.ix + 1) * size > self.extent.0 || (sq.iz + 1) * size > self.extent.1
+        reaches_beyond(self.shapes[sq.level as usize], self.extent, sq.ix, sq.iz)
     }
 
     /// Lays out, fills and finishes page `j`.

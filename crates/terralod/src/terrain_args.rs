@@ -171,7 +171,7 @@ impl TerrainArgs {
                     Err(error @ terralod_core::tiles::TileError::TooLargeForMemory { .. }) => {
                         anyhow::bail!(
                             "reading {}: {error}: a streaming algorithm ({}) streams the \
-                             directory instead of loading it, and in mesh, render and \
+                             directory instead of loading it, and in mesh, render, view and \
                              bench algorithm adaptive with --page-frames N builds its \
                              tree from the tiles page by page (or raise --max-samples)",
                             path.display(),

@@ -281,29 +281,8 @@ fn a_missing_display_is_one_clear_error() {
 #[test]
 fn the_viewer_streams_an_imported_directory() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let terrain = terrain(dir.path());
-    let tiles = dir.path().join("tiles");
-    let tiles_text = tiles.to_str().expect("a UTF-8 temporary path");
-    let output = Command::new(env!("CARGO_BIN_EXE_terralod"))
-        .args([
-            "import",
-            &terrain,
-            "--raw-size",
-            "257x257",
-            "--cell-size",
-            "30",
-        ])
-        .args([
-            "--tile-size",
-            "32",
-            "--block-size",
-            "8",
-            "--out",
-            tiles_text,
-        ])
-        .output()
-        .expect("terralod import runs");
-    assert!(output.status.success(), "{output:?}");
+    let tiles = imported(dir.path());
+    let tiles_text = tiles.as_str();
     let shot = dir.path().join("shot.png");
     let shot_text = shot.to_str().expect("a UTF-8 temporary path");
     let Some(output) = run_viewer(&[
@@ -326,22 +305,94 @@ fn the_viewer_streams_an_imported_directory() {
     ]) else {
         return;
     };
-    let Some(summary) = summary(&output) else {
+    check_drawn(&output, "streamed", &shot);
+}
+
+/// `view DIR --algo adaptive --page-frames N` builds the tree from the tiles page by page
+/// past `--max-samples` (the pages in a page file, read while the window draws) and
+/// shows terrain; without frames the load is refused, naming `--page-frames`.
+#[test]
+fn the_viewer_pages_adaptive_over_an_imported_directory() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let tiles = imported(dir.path());
+    let shot = dir.path().join("shot.png");
+    let shot_text = shot.to_str().expect("a UTF-8 temporary path");
+    let args = |paged: bool| {
+        let mut args = vec!["view", &tiles, "--algo", "adaptive"];
+        if paged {
+            args.extend(["--page-frames", "12", "--page-cells", "32"]);
+        }
+        // Below the terrain's 66,049 samples: loading would be refused.
+        args.extend(["--max-samples", "1000", "--frames", "30", "--no-hud"]);
+        args.extend(["--screenshot", shot_text, "--size", "320x240"]);
+        args
+    };
+    let Some(output) = run_viewer(&args(true)) else {
         return;
     };
-    assert_eq!(summary["algorithm"], "streamed", "{summary}");
+    if !check_drawn(&output, "adaptive", &shot) {
+        return;
+    }
+
+    let Some(output) = run_viewer(&args(false)) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--max-samples") && stderr.contains("--page-frames"),
+        "{stderr}"
+    );
+}
+
+/// Checks that a 30-frame, 320 × 240 run of `algorithm` drew terrain and sky into
+/// `shot`; false when skipped for want of a GPU adapter.
+fn check_drawn(output: &Output, algorithm: &str, shot: &Path) -> bool {
+    let Some(summary) = summary(output) else {
+        return false;
+    };
+    assert_eq!(summary["algorithm"], algorithm, "{summary}");
     assert_eq!(summary["frames"], 30, "{summary}");
     assert!(
         summary["triangles"].as_u64().is_some_and(|t| t > 100),
         "{summary}"
     );
-    let image = image::open(&shot)
+    let image = image::open(shot)
         .expect("the screenshot is a PNG")
         .to_rgba8();
     let (sky, other) = sky_and_other(&image, 0..320);
     let all = 320 * 240;
     assert!(sky > all / 20, "sky in {sky} of {all} pixels");
     assert!(other > all / 5, "terrain in {other} of {all} pixels");
+    true
+}
+
+/// The 257² terrain imported into `dir/tiles` in 32-cell tiles; the directory's path.
+fn imported(dir: &Path) -> String {
+    let terrain = terrain(dir);
+    let tiles = dir.join("tiles");
+    let tiles_text = tiles.to_str().expect("a UTF-8 temporary path").to_owned();
+    let output = Command::new(env!("CARGO_BIN_EXE_terralod"))
+        .args([
+            "import",
+            &terrain,
+            "--raw-size",
+            "257x257",
+            "--cell-size",
+            "30",
+        ])
+        .args([
+            "--tile-size",
+            "32",
+            "--block-size",
+            "8",
+            "--out",
+            &tiles_text,
+        ])
+        .output()
+        .expect("terralod import runs");
+    assert!(output.status.success(), "{output:?}");
+    tiles_text
 }
 
 /// A terrain larger than the GPU's largest texture (257² under a limit of 128): the

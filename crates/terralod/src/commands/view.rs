@@ -5,7 +5,7 @@ use crate::camera_args::CameraArgs;
 use crate::commands::render::{check_png, load_texture};
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
-use crate::stream_args::{DrawnTerrain, StreamArgs, TreeBuild};
+use crate::stream_args::{DrawnTerrain, StreamArgs, TreeBuild, builds_from_tiles};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use crate::viewer::{self, DebugViews, LodControls, ViewerConfig};
 use anyhow::Context;
@@ -68,9 +68,14 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         .load(entry.name, args.terrain.max_samples)?;
     // `--algo streamed` over an imported directory streams it: the viewer then holds only
     // its planning level, and the other algorithms (switched to live) draw that level.
-    // The viewer builds algorithm A from the loaded level (a tree from the tiles would be
-    // built again at every switch to it).
-    let terrain = DrawnTerrain::open(&args.terrain, entry.name, TreeBuild::Never)?;
+    // Algorithm A is built from the tiles only when asked to page (`--page-frames`, the
+    // tree then built page by page at any size, once); otherwise from the loaded level,
+    // where every algorithm draws the whole terrain.
+    let build = match args.lod.algorithm.tree_build() {
+        paged @ TreeBuild::Paged { .. } => paged,
+        TreeBuild::Whole | TreeBuild::Never => TreeBuild::Never,
+    };
+    let terrain = DrawnTerrain::open(&args.terrain, entry.name, build)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
     let (field, terrain_name) = (terrain.field(), terrain.name());
@@ -103,6 +108,14 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         field,
         pyramid: &pyramid,
         streamed: streamed.map(|s| (s, &args.stream)),
+        built_from_tiles: match streamed {
+            Some(_) => REGISTRY
+                .iter()
+                .map(|e| e.name)
+                .filter(|name| builds_from_tiles(&args.terrain, name, build))
+                .collect(),
+            None => Vec::new(),
+        },
         detail,
         terrain_name,
         texture,

@@ -55,6 +55,9 @@ pub struct App<'a> {
     algorithm: Box<dyn LodAlgorithm + 'a>,
     /// The registry index `algorithm` was built from.
     built: usize,
+    /// Algorithms built from the tiles and switched away from, by registry index: kept
+    /// for a switch back, which would otherwise read every tile again.
+    parked: Vec<(usize, Box<dyn LodAlgorithm + 'a>)>,
     controls: LodControls,
     views: DebugViews,
     fly: FlyCamera,
@@ -86,17 +89,28 @@ impl std::fmt::Debug for App<'_> {
 }
 
 /// Builds registry entry `index`: a streaming algorithm over the tile cache of the
-/// streamed directory when the viewer streams one, every other entry (and the streaming
-/// ones otherwise) over the loaded field.
+/// streamed directory when the viewer streams one (or one built from its tiles, see
+/// [`ViewerConfig::built_from_tiles`]), every other entry (and the streaming ones
+/// otherwise) over the loaded field.
 fn build_algorithm<'a>(
     config: &ViewerConfig<'a>,
     index: usize,
 ) -> anyhow::Result<Box<dyn LodAlgorithm + 'a>> {
     let entry = &REGISTRY[index];
     match config.streamed {
-        Some((terrain, args)) if crate::stream_args::is_streaming(entry.name) => Ok(Box::new(
-            terrain.algorithm(entry.name, args, config.options)?,
-        )),
+        Some((terrain, args))
+            if crate::stream_args::is_streaming(entry.name)
+                || config.built_from_tiles.contains(&entry.name) =>
+        {
+            let bar = crate::progress::spinner(format!(
+                "starting {} over {}",
+                entry.name,
+                terrain.tiled.dir().display()
+            ));
+            let algorithm = terrain.algorithm(entry.name, args, config.options);
+            bar.finish_and_clear();
+            Ok(Box::new(algorithm?))
+        }
         _ => crate::detail_args::build_algorithm(
             entry,
             config.field,
@@ -133,6 +147,7 @@ impl<'a> App<'a> {
         Ok(App {
             algorithm,
             built,
+            parked: Vec::new(),
             views: config.views,
             frozen: config.frozen,
             screenshot_wanted: None,
@@ -342,7 +357,8 @@ impl<'a> App<'a> {
         )?;
         let relist = options.adaptive.list_vertices != self.config.options.adaptive.list_vertices;
         self.config.options = options;
-        if relist && name == "adaptive" {
+        // Built from the tiles, it lists its vertices already.
+        if relist && name == "adaptive" && !self.config.built_from_tiles.contains(&name) {
             self.algorithm = build_algorithm(&self.config, self.built)?;
         }
         Ok(())
@@ -371,10 +387,18 @@ impl<'a> App<'a> {
             }
         }
         if wanted != self.built {
-            match build_algorithm(&self.config, wanted) {
+            let parked = self.parked.iter().position(|(index, _)| *index == wanted);
+            let algorithm = match parked {
+                Some(k) => Ok(self.parked.swap_remove(k).1),
+                None => build_algorithm(&self.config, wanted),
+            };
+            match algorithm {
                 Ok(algorithm) => {
-                    self.algorithm = algorithm;
-                    self.built = wanted;
+                    let left = std::mem::replace(&mut self.algorithm, algorithm);
+                    let left_index = std::mem::replace(&mut self.built, wanted);
+                    if self.config.built_from_tiles.contains(&left.name()) {
+                        self.parked.push((left_index, left));
+                    }
                 }
                 Err(error) => self.fail(event_loop, error),
             }

@@ -37,6 +37,11 @@ pub struct ViewerConfig<'a> {
     /// runs over its tile cache, and `field` is its planning level (what the other
     /// algorithms, the renderer's normals and the terrain following use).
     pub streamed: Option<(&'a StreamedTerrain, &'a StreamArgs)>,
+    /// The entries built from the streamed directory's tiles rather than drawn over
+    /// `field` (algorithm adaptive with `--page-frames`: its tree page by page, at any
+    /// size). Each is built once and kept while another algorithm is drawn, since the
+    /// build reads every tile.
+    pub built_from_tiles: Vec<&'static str>,
     /// A local detail inserted into algorithm adaptive's tree (`--detail`); the other
     /// algorithms draw the terrain without it.
     pub detail: Option<Detail<'a>>,

@@ -828,6 +828,26 @@ fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
         std::fs::read(&paged_out).expect("written") == a,
         "the paged export differs"
     );
+    // A paged flight reports its build and the pages it read back from the page file.
+    let mut args = vec!["bench", tiles, "--algo", "adaptive", "--frames", "12"];
+    args.extend_from_slice(&["--measure-every", "0", "--max-samples", "1000"]);
+    args.extend_from_slice(&["--page-frames", "12", "--page-cells", "32"]);
+    let summary = last_json(&ok(&args).0);
+    assert!(
+        summary["build_ms"].as_f64().is_some_and(|ms| ms > 0.0),
+        "{summary}"
+    );
+    assert!(
+        summary["state_mb"].as_f64().is_some_and(|mb| mb > 0.0),
+        "{summary}"
+    );
+    let reads = &summary["background_reads"];
+    assert!(reads["loaded"].as_u64().is_some_and(|n| n > 0), "{summary}");
+    assert!(
+        reads["bytes_read"].as_u64().is_some_and(|n| n > 0),
+        "{summary}"
+    );
+    assert_eq!(reads["failed"], 0, "{summary}");
     // Pages larger than the terrain: the tree would have none and be built whole, so the
     // limit applies again.
     let unpaged_out = dir.path().join("unpaged.ply");

@@ -905,6 +905,9 @@ pub struct Reads {
     pub pending: usize,
     /// Reads that failed so far (never tried again).
     pub failed: usize,
+    /// Reads finished so far, and the bytes they read.
+    pub loaded: usize,
+    pub bytes_read: u64,
 }
 
 /// What a streaming selection counted in its last frame, in its own units (the blocks of

@@ -1125,6 +1125,8 @@ impl LodAlgorithm for AdaptiveLod<'_> {
                 nearest_held_back: p.nearest_held.is_finite().then_some(p.nearest_held),
                 pending: p.pending(&self.tree, &self.state),
                 failed: p.failures,
+                loaded: p.loaded,
+                bytes_read: p.bytes_read(),
             })
     }
 

@@ -238,6 +238,9 @@ pub struct AlgorithmRun {
     /// that failed (algorithm A's pages on disk).
     pub held_back_frames: usize,
     pub read_failures: usize,
+    /// Reads finished over the flight and their bytes (algorithm A's pages on disk).
+    pub reads_loaded: usize,
+    pub read_bytes: u64,
     /// Over the frames that held something back: the median distance from the eye of the
     /// nearest piece held back (metres; the ground nearer was drawn as the view asks).
     pub nearest_held_back_median_m: Option<f64>,
@@ -678,6 +681,8 @@ fn fly(
         defective_frames: defective,
         held_back_frames: frames.iter().filter(|f| f.held_back > 0).count(),
         read_failures: algorithm.reads().failed,
+        reads_loaded: algorithm.reads().loaded,
+        read_bytes: algorithm.reads().bytes_read,
         nearest_held_back_median_m: median_nearest_held_back(&frames),
         popping_px: popping_max,
         popping_p99_px: popping_p99,
@@ -846,10 +851,12 @@ fn write_table(out: &mut impl Write, runs: &[AlgorithmRun]) -> std::io::Result<(
         writeln!(
             out,
             "{}: {} of {} frames held ground back for want of pages{nearest}; {} pages \
-             unreadable",
+             read ({:.1} MB), {} unreadable",
             r.algorithm,
             r.held_back_frames,
             r.frames.len(),
+            r.reads_loaded,
+            r.read_bytes as f64 / f64::from(1 << 20),
             r.read_failures
         )?;
     }

@@ -96,7 +96,10 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
     let cameras = cameras(args, plan, &poses)?;
     // The flight selects with the inner algorithm (whose stream statistics it reads) and
     // prints the failed tiles through the progress bar (`report_with`).
+    // Preprocessing: the tile cache started, and algorithm A's tree built from the tiles.
+    let building = Instant::now();
     let mut algorithm = terrain.algorithm(name, &args.stream, args.algorithm.options())?;
+    let build_ms = building.elapsed().as_secs_f64() * 1e3;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());
     let mut defective = args.check.then_some(0usize);
@@ -190,6 +193,7 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
         dir,
         &header_line(tiled, algorithm.0.source()),
         &*algorithm.0,
+        build_ms,
         &frames,
         defective,
     )
@@ -249,6 +253,7 @@ fn report(
     dir: &Path,
     header: &str,
     algorithm: &StreamingAlgorithm,
+    build_ms: f64,
     frames: &[StreamFrame],
     defective: Option<usize>,
 ) -> anyhow::Result<()> {
@@ -257,9 +262,12 @@ fn report(
     let detail = algorithm.source().stats();
     let measured: Vec<f64> = frames.iter().filter_map(|f| f.measured_px).collect();
     let unit = algorithm.stream_counts().unit;
+    let reads = algorithm.reads();
     let summary = serde_json::json!({
         "terrain": dir.display().to_string(),
         "algorithm": algorithm.name(),
+        "build_ms": build_ms,
+        "state_mb": algorithm.state_bytes() as f64 / f64::from(1 << 20),
         "frames": frames.len(),
         "pixel_error": args.pixel_error,
         "cache_mb": args.stream.cache_bytes() >> 20,
@@ -288,6 +296,13 @@ fn report(
             "generated_tiles": detail.generated,
             "dropped_tiles": detail.dropped,
             "mb": spread(|f| f.detail_bytes as f64 / f64::from(1 << 20)),
+        },
+        // Algorithm A's pages, read from its page file beside the tiles (zero for the
+        // algorithms whose every read is a tile's, above).
+        "background_reads": {
+            "loaded": reads.loaded,
+            "failed": reads.failed,
+            "bytes_read": reads.bytes_read,
         },
         "peak_process_mb": peak_resident_bytes().map(|b| b as f64 / f64::from(1 << 20)),
         "measured_max_px": measured.iter().copied().reduce(f64::max),

@@ -88,6 +88,14 @@ pub struct AlgorithmOptionArgs {
     /// power of two from 2 to 65536). [default: 256]
     #[arg(long, value_name = "N", value_parser = |t: &str| parse_power_of_two(t, 65_536))]
     pub page_cells: Option<u32>,
+    /// Algorithm adaptive built from an imported directory with --page-frames: keep its
+    /// pages and tree in FILE instead of a page file gone with the run. A later run over
+    /// the same tiles with the same mapping, --build-tolerance and --page-cells reads the
+    /// tree back from it instead of building (seconds instead of minutes on a large
+    /// terrain); a file of another build, or a damaged one, is built again and replaced
+    /// (written beside it, then renamed).
+    #[arg(long, value_name = "FILE")]
+    pub page_file: Option<std::path::PathBuf>,
     /// Algorithm adaptive: select every drawn vertex with its position and drawn height
     /// instead of indices into the terrain's grid, so drawing and exporting read heights
     /// from the tree alone (A8 step 4, for trees larger than a grid index or height
@@ -191,6 +199,7 @@ impl AlgorithmOptionArgs {
             ),
             ("--page-frames", self.page_frames.is_some(), "adaptive"),
             ("--page-cells", self.page_cells.is_some(), "adaptive"),
+            ("--page-file", self.page_file.is_some(), "adaptive"),
             ("--list-vertices", self.list_vertices, "adaptive"),
             ("--pool-capacity", self.pool_capacity.is_some(), "patches"),
             ("--patch-size", self.patch_size.is_some(), "patches"),

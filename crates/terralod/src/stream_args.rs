@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use terralod_core::Aabb;
 use terralod_core::Heightfield;
 use terralod_core::lod::{
-    self, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamedSource, StreamingLod,
-    View,
+    self, KeptPages, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamedSource,
+    StreamingLod, TiledAdaptive, View,
 };
 use terralod_core::tiles::{
     DetailOptions, DetailTiles, MemoryTiles, MemoryTilesOptions, TileCache, TiledTerrain,
@@ -185,6 +185,29 @@ pub fn builds_from_tiles(terrain: &TerrainArgs, algorithm: &str, build: TreeBuil
         }
 }
 
+/// Refuses `--page-file` where nothing would keep it: it holds the pages of algorithm
+/// adaptive built from an imported directory's tiles page by page (`build` paged and
+/// [`builds_from_tiles`]); checks that its folder exists and that it names no input.
+pub fn check_page_file(
+    terrain: &TerrainArgs,
+    algorithm: &str,
+    build: TreeBuild,
+    page_file: Option<&Path>,
+) -> anyhow::Result<()> {
+    let Some(path) = page_file else {
+        return Ok(());
+    };
+    if !matches!(build, TreeBuild::Paged { .. }) || !builds_from_tiles(terrain, algorithm, build) {
+        bail!(
+            "--page-file keeps the pages of algorithm adaptive built from an imported \
+             directory's tiles with --page-frames N (and without --detail): not for this run"
+        );
+    }
+    terrain.refuse_as_output(path, [])?;
+    terralod_core::io::check_destination(path)?;
+    Ok(())
+}
+
 /// The imported directory of `terrain` when `algorithm` streams its tiles or is built from
 /// them ([`builds_from_tiles`]), instead of loading it.
 pub fn streams<'a>(
@@ -244,6 +267,7 @@ impl StreamedTerrain {
         name: &str,
         args: &StreamArgs,
         options: LodOptions,
+        page_file: Option<&Path>,
     ) -> anyhow::Result<ReportingStream> {
         let cache = TileCache::new(self.tiled.clone(), args.cache_bytes(), args.loaders())
             .with_context(|| {
@@ -251,6 +275,25 @@ impl StreamedTerrain {
             })?;
         let tiles = DetailTiles::new(cache, args.detail())
             .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
+        if let Some(path) = page_file {
+            let (algorithm, kept) = TiledAdaptive::with_page_file(tiles, options, path)
+                .with_context(|| {
+                    format!("building adaptive over {}", self.tiled.dir().display())
+                })?;
+            let path = path.display();
+            match kept {
+                KeptPages::Reused => eprintln!("{path}: algorithm adaptive's tree read back"),
+                KeptPages::Written => eprintln!("{path}: algorithm adaptive's tree kept"),
+                KeptPages::Replaced(why) => {
+                    eprintln!("warning: {why}: algorithm adaptive's tree built again and kept");
+                }
+                KeptPages::NotKept => eprintln!(
+                    "warning: {path}: not kept: a coarser level stood in for tiles that \
+                     could not be read, which a later run would inherit"
+                ),
+            }
+            return Ok(ReportingStream(Box::new(algorithm)));
+        }
         match lod::find(name).and_then(|entry| entry.stream) {
             Some(stream) => {
                 let algorithm = stream(tiles, options).with_context(|| {

@@ -293,6 +293,44 @@ fn corrupt_tile_is_reported_once(algo: &str) {
     );
 }
 
+/// Flips a byte of level-0 tile (1, 1)'s payload (under the test camera's view).
+fn damage_tile(tiles: &Path) {
+    let damaged = tiles.join("0/1/1.tile");
+    let mut bytes = std::fs::read(&damaged).expect("the tile exists");
+    let end = bytes.len() - 1;
+    bytes[end - 20] ^= 0x5a;
+    std::fs::write(&damaged, bytes).expect("writable");
+}
+
+/// Algorithm adaptive's tree built page by page over a damaged tile (the coarser level
+/// standing in) is drawn but not kept in its page file: a later run would inherit the
+/// stand-in after the tile is mended.
+#[test]
+fn a_tree_built_over_a_damaged_tile_is_not_kept() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (_, tiles) = terrain(dir.path());
+    damage_tile(&tiles);
+    let kept = dir.path().join("pages.tlap");
+    let out = dir.path().join("m.ply");
+    let mut args = streamed_mesh(
+        "adaptive",
+        tiles.to_str().expect("UTF-8"),
+        out.to_str().expect("UTF-8"),
+    );
+    args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
+    args.extend_from_slice(&["--page-cells", "32"]);
+    args.extend_from_slice(&["--page-file", kept.to_str().expect("UTF-8")]);
+    let (_, stderr) = ok(&args);
+    assert!(stderr.contains("coarser level stands in"), "{stderr}");
+    assert!(stderr.contains("not kept"), "{stderr}");
+    assert!(out.is_file() && !kept.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("readable")
+        .map(|e| e.expect("an entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+}
+
 /// Loaded whole (not streamed), a directory with an unreadable tile is drawn with the
 /// coarser level interpolated there: one warning naming the tile, `tolerance_held` false;
 /// `import`, which would write the interpolation as if it were data, refuses it.
@@ -300,11 +338,7 @@ fn corrupt_tile_is_reported_once(algo: &str) {
 fn a_loaded_directory_draws_a_coarser_level_where_a_tile_is_unreadable() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (_, tiles) = terrain(dir.path());
-    let damaged = tiles.join("0/1/1.tile");
-    let mut bytes = std::fs::read(&damaged).expect("the tile exists");
-    let end = bytes.len() - 1;
-    bytes[end - 20] ^= 0x5a;
-    std::fs::write(&damaged, bytes).expect("writable");
+    damage_tile(&tiles);
     let tiles = tiles.to_str().expect("UTF-8");
     let obj = dir.path().join("m.obj");
     let obj = obj.to_str().expect("UTF-8");
@@ -828,9 +862,39 @@ fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
         std::fs::read(&paged_out).expect("written") == a,
         "the paged export differs"
     );
-    // A paged flight reports its build and the pages it read back from the page file.
-    let mut args = vec!["bench", tiles, "--algo", "adaptive", "--frames", "12"];
-    args.extend_from_slice(&["--measure-every", "0", "--max-samples", "1000"]);
+    // Kept in a page file, the tree is read back by the next run instead of built: the
+    // same export each time; a file that is not a kept page file is built again and
+    // replaced; without frames there is nothing to keep.
+    let kept = dir.path().join("pages.tlap");
+    let kept_text = kept.to_str().expect("UTF-8");
+    for (run, note) in ["tree kept", "tree read back", "built again"]
+        .iter()
+        .enumerate()
+    {
+        if run == 2 {
+            std::fs::write(&kept, "not pages").expect("writable");
+        }
+        let mut args = streamed_mesh("adaptive", tiles, paged_out.to_str().expect("UTF-8"));
+        args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
+        args.extend_from_slice(&["--page-cells", "32", "--page-file", kept_text]);
+        let (_, stderr) = ok(&args);
+        assert!(stderr.contains(note), "run {run}: {stderr}");
+        assert!(
+            std::fs::read(&paged_out).expect("written") == a,
+            "run {run}: the export differs"
+        );
+    }
+    let mut args = streamed_mesh("adaptive", tiles, paged_out.to_str().expect("UTF-8"));
+    args.extend_from_slice(&["--page-file", kept_text]);
+    let output = terralod(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--page-frames"), "{stderr}");
+    // A paged flight reports its build and the pages it read back from the page file
+    // (paced, half a second, so the loader thread has the time a real flight gives it).
+    let mut args = vec!["bench", tiles, "--algo", "adaptive", "--frames", "30"];
+    args.extend_from_slice(&["--speed", "100", "--measure-every", "0"]);
+    args.extend_from_slice(&["--max-samples", "1000"]);
     args.extend_from_slice(&["--page-frames", "12", "--page-cells", "32"]);
     let summary = last_json(&ok(&args).0);
     assert!(

@@ -45,8 +45,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 pub use adaptive::{
-    AdaptiveLod, AdaptiveOptions, Detail, DetailError, PageError, PagedBuildError, PagingStats,
-    TilesBuildError,
+    AdaptiveLod, AdaptiveOptions, Detail, DetailError, KeptFileError, KeptPages, PageError,
+    PagedBuildError, PagingStats, TiledAdaptive, TilesBuildError,
 };
 pub use bintree::BintreeLod;
 pub use chunked::{ChunkedLod, ChunkedOptions};

@@ -7,7 +7,9 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::lod_args::settle_reads;
 use crate::staged::StagedFiles;
-use crate::stream_args::{SETTLE_LIMIT, StreamArgs, StreamedTerrain, settle, streams};
+use crate::stream_args::{
+    SETTLE_LIMIT, StreamArgs, StreamedTerrain, check_page_file, settle, streams,
+};
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -121,7 +123,10 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
         frames: frames.as_ref(),
         held_back: std::cell::Cell::new(0),
     });
-    let streamed = streams(&args.terrain, entry.name, args.lod.algorithm.tree_build());
+    let build = args.lod.algorithm.tree_build();
+    let page_file = args.lod.algorithm.page_file.as_deref();
+    check_page_file(&args.terrain, entry.name, build, page_file)?;
+    let streamed = streams(&args.terrain, entry.name, build);
     args.stream.refuse_unless_streamed(streamed.is_some())?;
     let detail = args
         .lod
@@ -490,7 +495,9 @@ fn select_streamed(
         Some(walk) => walk.views(args, |pose| pose_camera(args, &terrain.plan, pose))?,
         None => vec![args.lod.view(|| args.camera.camera(&terrain.plan), None)?],
     };
-    let mut algorithm = terrain.algorithm(entry_name, &args.stream, args.lod.options())?;
+    let page_file = args.lod.algorithm.page_file.as_deref();
+    let mut algorithm =
+        terrain.algorithm(entry_name, &args.stream, args.lod.options(), page_file)?;
     // The drawn grid's: finer than the stored one with detail levels.
     let header = algorithm.0.source().header();
     let (mapping, data_end) = (header.mapping, (header.width - 1, header.height - 1));

@@ -6,7 +6,7 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::lod_args::settle_reads;
 use crate::look_args::LookArgs;
-use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, settle};
+use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, check_page_file, settle};
 use crate::terrain_args::{TerrainArgs, regular_file_len};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -139,6 +139,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     // `--algo streamed` over an imported directory streams it; the renderer and the default
     // camera then take a coarse level of it (the slots carry the drawn heights).
     let build = args.lod.algorithm.tree_build();
+    let page_file = args.lod.algorithm.page_file.as_deref();
+    check_page_file(&args.terrain, entry.name, build, page_file)?;
     let terrain = DrawnTerrain::open(&args.terrain, entry.name, build)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
@@ -169,7 +171,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let pyramid = Pyramid::build(field);
     let mut algorithm: Box<dyn LodAlgorithm + '_> = match streamed {
         Some(terrain) => {
-            let mut algorithm = terrain.algorithm(entry.name, &args.stream, args.lod.options())?;
+            let options = args.lod.options();
+            let mut algorithm = terrain.algorithm(entry.name, &args.stream, options, page_file)?;
             // A still image waits for the tiles its view asks for.
             settle(&mut algorithm, &view, SETTLE_LIMIT)?;
             Box::new(algorithm)

@@ -5,7 +5,7 @@ use crate::camera_args::CameraArgs;
 use crate::commands::render::{check_png, load_texture};
 use crate::lod_args::LodArgs;
 use crate::look_args::LookArgs;
-use crate::stream_args::{DrawnTerrain, StreamArgs, TreeBuild, builds_from_tiles};
+use crate::stream_args::{DrawnTerrain, StreamArgs, TreeBuild, builds_from_tiles, check_page_file};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use crate::viewer::{self, DebugViews, LodControls, ViewerConfig};
 use anyhow::Context;
@@ -75,6 +75,8 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         paged @ TreeBuild::Paged { .. } => paged,
         TreeBuild::Whole | TreeBuild::Never => TreeBuild::Never,
     };
+    let page_file = args.lod.algorithm.page_file.as_deref();
+    check_page_file(&args.terrain, entry.name, build, page_file)?;
     let terrain = DrawnTerrain::open(&args.terrain, entry.name, build)?;
     args.stream
         .refuse_unless_streamed(terrain.streamed().is_some())?;
@@ -108,6 +110,7 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         field,
         pyramid: &pyramid,
         streamed: streamed.map(|s| (s, &args.stream)),
+        page_file,
         built_from_tiles: match streamed {
             Some(_) => REGISTRY
                 .iter()

@@ -107,7 +107,10 @@ fn build_algorithm<'a>(
                 entry.name,
                 terrain.tiled.dir().display()
             ));
-            let algorithm = terrain.algorithm(entry.name, args, config.options);
+            let page_file = config
+                .page_file
+                .filter(|_| config.built_from_tiles.contains(&entry.name));
+            let algorithm = terrain.algorithm(entry.name, args, config.options, page_file);
             bar.finish_and_clear();
             Ok(Box::new(algorithm?))
         }

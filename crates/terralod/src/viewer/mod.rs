@@ -42,6 +42,8 @@ pub struct ViewerConfig<'a> {
     /// size). Each is built once and kept while another algorithm is drawn, since the
     /// build reads every tile.
     pub built_from_tiles: Vec<&'static str>,
+    /// Where algorithm adaptive built from the tiles keeps its pages (`--page-file`).
+    pub page_file: Option<&'a std::path::Path>,
     /// A local detail inserted into algorithm adaptive's tree (`--detail`); the other
     /// algorithms draw the terrain without it.
     pub detail: Option<Detail<'a>>,

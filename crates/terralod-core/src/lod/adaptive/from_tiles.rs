@@ -4,15 +4,17 @@
 //! its pages on disk: what `--algo adaptive` gives a command over an imported directory,
 //! beside the algorithms that stream tiles while they select.
 
-use super::paging::{PagedBuildError, Paging};
-use super::tree::{Budget, TilesSource, TreeBuilder};
+use super::page_file::{BuildKey, KeptFileError, OpenedKept};
+use super::paging::{PageTarget, PagedBuildError, Paging};
+use super::tree::{Budget, LevelShape, SquareTree, TilesSource, TreeBuilder};
 use super::{AdaptiveLod, AdaptiveOptions, DetailError, EXPIRED};
 use crate::camera::Aabb;
 use crate::lod::{
     BuildError, LodAlgorithm, LodOptions, Reads, Selection, SelectionStats, StreamCounts,
     StreamedSource, StreamingLod, View,
 };
-use crate::tiles::{StandIn, TileError, TiledPyramid};
+use crate::tiles::{BLOCKS_FILE, HEADER_FILE, StandIn, TileError, TiledPyramid, TiledTerrain};
+use std::path::Path;
 
 /// Why algorithm A could not be built from an imported terrain's tiles.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +33,29 @@ pub enum TilesBuildError {
          streamed-quadtree"
     )]
     Detail,
+    #[error(
+        "a kept page file (--page-file) holds algorithm adaptive's pages, which it has only \
+         with frames for them (--page-frames N) and squares of --page-cells with children \
+         below them"
+    )]
+    KeptWithoutPages,
+    #[error(transparent)]
+    Kept(#[from] KeptFileError),
+}
+
+/// What became of a kept page file when the algorithm was built
+/// ([`AdaptiveLod::from_tiles_kept`]).
+#[derive(Debug)]
+pub enum KeptPages {
+    /// Opened: the tree read back from it, nothing built.
+    Reused,
+    /// Not there: built, and written there.
+    Written,
+    /// There but not usable (another build's, or damaged): built again, and replaced.
+    Replaced(KeptFileError),
+    /// Built, but not kept (the file removed): a coarser level stood in for unreadable
+    /// tiles, which a later run would otherwise inherit.
+    NotKept,
 }
 
 impl From<BuildError> for TilesBuildError {
@@ -82,24 +107,145 @@ impl AdaptiveLod<'_> {
             return Self::from_tiles(tiles, options, adaptive);
         }
         check_indices(tiles, adaptive)?;
-        let source = TilesSource::new(tiles);
-        let built = TreeBuilder::new(
-            &source,
-            adaptive.build_tolerance,
-            adaptive.page_cells,
-            Budget::UNLIMITED,
-        )
-        .map_err(PagedBuildError::from)
-        .and_then(|builder| Paging::build_on_disk(builder, adaptive.page_frames as usize, dir));
-        if let Some(failure) = source.failure() {
-            return Err(failure.into());
-        }
-        let (tree, paging) = built?;
-        let (state, deadline) = (vec![0; tree.slots()], vec![EXPIRED; tree.slots()]);
-        Ok(AdaptiveLod::from_parts(
-            tree, paging, state, deadline, options, adaptive, None,
-        ))
+        let (tree, paging) = build_paged(tiles, adaptive, PageTarget::Spool(dir))?;
+        Ok(Self::paged(tree, paging, options, adaptive))
     }
+
+    /// The algorithm read back from a page file kept at `path` (`--page-file`) for the
+    /// build `adaptive` makes over `terrain`: no tile is read (the level shapes come from
+    /// the header, the rest from the file: its top read back and checked, its pinned pages
+    /// read, the others served from it as Update() wants them). `Ok(Err)` when the file is
+    /// not there or not usable (another build's, damaged): build then
+    /// ([`AdaptiveLod::from_tiles_kept`]). Fails on frames that do not fit in a pool.
+    pub fn from_kept(
+        terrain: &TiledTerrain,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        path: &Path,
+    ) -> Result<Result<AdaptiveLod<'static>, KeptFileError>, TilesBuildError> {
+        if adaptive.page_frames == 0 {
+            return Err(TilesBuildError::KeptWithoutPages);
+        }
+        if !adaptive.list_vertices {
+            let header = terrain.header();
+            crate::lod::check_indices(header.width, header.height)?;
+        }
+        let key = build_key(terrain, adaptive)?;
+        let opened = match OpenedKept::open(path, &key) {
+            Ok(opened) => opened,
+            Err(unusable) => return Ok(Err(unusable)),
+        };
+        let header = terrain.header();
+        let levels = crate::pyramid::level_nodes(header.width, header.height)
+            .map(|(size, nx, nz)| LevelShape { size, nx, nz })
+            .collect();
+        let top = match SquareTree::decode_top(&opened.top, levels) {
+            Ok(top) => top,
+            Err(problem) => {
+                let path = path.to_path_buf();
+                return Ok(Err(KeptFileError::Damaged { path, problem }));
+            }
+        };
+        Ok(
+            match Paging::from_kept(top, opened, adaptive.page_frames as usize) {
+                Ok(Ok((tree, paging))) => Ok(Self::paged(tree, Some(paging), options, adaptive)),
+                Ok(Err(frames)) => return Err(frames.into()),
+                Err(unusable) => Err(unusable),
+            },
+        )
+    }
+
+    /// [`AdaptiveLod::from_tiles_on_disk`] with the pages written to a file kept at
+    /// `path` for later runs (`--page-file`, read back by [`AdaptiveLod::from_kept`]),
+    /// replacing what was there atomically (a file beside it, synced, then renamed), and
+    /// whether it was kept: not when a coarser level stood in for a tile that could not be
+    /// read (the file is removed: a later run would inherit the stand-in). Needs frames
+    /// and a tree with pages.
+    pub fn from_tiles_kept(
+        tiles: &TiledPyramid,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+        path: &Path,
+    ) -> Result<(AdaptiveLod<'static>, bool), TilesBuildError> {
+        if adaptive.page_frames == 0 {
+            return Err(TilesBuildError::KeptWithoutPages);
+        }
+        check_indices(tiles, adaptive)?;
+        let key = build_key(tiles.terrain(), adaptive)?;
+        // Without pages nothing is written.
+        let (tree, paging) = build_paged(tiles, adaptive, PageTarget::Kept { path, key })?;
+        if paging.is_none() {
+            return Err(TilesBuildError::KeptWithoutPages);
+        }
+        let kept = tiles.stand_ins().is_empty();
+        if !kept {
+            // The loader keeps the file open: its pages stay readable for this run.
+            let _ = std::fs::remove_file(path);
+        }
+        Ok((Self::paged(tree, paging, options, adaptive), kept))
+    }
+
+    /// The algorithm over a tree built or read page by page.
+    fn paged(
+        tree: SquareTree,
+        paging: Option<Paging>,
+        options: LodOptions,
+        adaptive: AdaptiveOptions,
+    ) -> AdaptiveLod<'static> {
+        let (state, deadline) = (vec![0; tree.slots()], vec![EXPIRED; tree.slots()]);
+        AdaptiveLod::from_parts(tree, paging, state, deadline, options, adaptive, None)
+    }
+}
+
+/// The tree of `tiles` built page by page, its pages written to `target` as they are built
+/// ([`Paging::build_on_disk`]); fails on a tile no level stands in for.
+fn build_paged(
+    tiles: &TiledPyramid,
+    adaptive: AdaptiveOptions,
+    target: PageTarget<'_>,
+) -> Result<(SquareTree, Option<Paging>), TilesBuildError> {
+    let source = TilesSource::new(tiles);
+    let built = TreeBuilder::new(
+        &source,
+        adaptive.build_tolerance,
+        adaptive.page_cells,
+        Budget::UNLIMITED,
+    )
+    .map_err(PagedBuildError::from)
+    .and_then(|builder| Paging::build_on_disk(builder, adaptive.page_frames as usize, target));
+    if let Some(failure) = source.failure() {
+        return Err(failure.into());
+    }
+    Ok(built?)
+}
+
+/// What a kept page file must have been built from: the CRC-32s of the tiles' header and
+/// block index (the block index holds every block's bounds and error, so another import
+/// of the same size has another), the block index's length, the level-0 mapping, the build
+/// tolerance and the page size.
+fn build_key(terrain: &TiledTerrain, adaptive: AdaptiveOptions) -> Result<BuildKey, KeptFileError> {
+    let dir = terrain.dir();
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(|source| KeptFileError::Read { path, source })
+    };
+    let (header, blocks) = (read(HEADER_FILE)?, read(BLOCKS_FILE)?);
+    let mapping = terrain.level_mapping(0);
+    let words = [
+        crc32fast::hash(&header),
+        crc32fast::hash(&blocks),
+        blocks.len() as u32,
+        mapping.cell_size.to_bits(),
+        mapping.height_scale.to_bits(),
+        mapping.height_offset.to_bits(),
+        adaptive.build_tolerance.to_bits(),
+        adaptive.page_cells,
+    ];
+    let mut key = [0; 32];
+    for (bytes, word) in key.chunks_exact_mut(4).zip(words) {
+        bytes.copy_from_slice(&word.to_le_bytes());
+    }
+    Ok(key)
 }
 
 /// Refuses a grid past `u32` indices unless the vertices are listed.
@@ -154,6 +300,60 @@ impl TiledAdaptive {
     /// stood in for by the coarser level, reported once by [`LodAlgorithm::take_faults`]
     /// and counted in [`Reads::failed`].
     pub fn new(tiles: StreamedSource, options: LodOptions) -> Result<TiledAdaptive, BuildError> {
+        Self::build(tiles, options, |pyramid, options, adaptive| {
+            let dir = std::env::temp_dir();
+            AdaptiveLod::from_tiles_on_disk(pyramid, options, adaptive, &dir)
+        })
+    }
+
+    /// [`TiledAdaptive::new`] with its pages in a file kept at `path` for later runs
+    /// ([`AdaptiveLod::from_tiles_kept`]), and what became of that file.
+    pub fn with_page_file(
+        tiles: StreamedSource,
+        options: LodOptions,
+        path: &Path,
+    ) -> Result<(TiledAdaptive, KeptPages), BuildError> {
+        let status = if path.exists() {
+            if tiles.options().levels > 0 {
+                return Err(TilesBuildError::Detail.into());
+            }
+            let adaptive = options.adaptive.with_list_vertices(true);
+            let options = options.with_adaptive(adaptive);
+            let terrain = tiles.inner().terrain();
+            match AdaptiveLod::from_kept(terrain, options, adaptive, path)? {
+                Ok(lod) => {
+                    let algorithm = TiledAdaptive {
+                        lod,
+                        tiles,
+                        stood_in: 0,
+                        unreported: Vec::new(),
+                    };
+                    return Ok((algorithm, KeptPages::Reused));
+                }
+                Err(unusable) => KeptPages::Replaced(unusable),
+            }
+        } else {
+            KeptPages::Written
+        };
+        let mut kept = false;
+        let algorithm = Self::build(tiles, options, |pyramid, options, adaptive| {
+            let lod;
+            (lod, kept) = AdaptiveLod::from_tiles_kept(pyramid, options, adaptive, path)?;
+            Ok(lod)
+        })?;
+        Ok((algorithm, if kept { status } else { KeptPages::NotKept }))
+    }
+
+    /// The algorithm over `tiles`, its vertices listed, built by `lod` from their pyramid.
+    fn build(
+        tiles: StreamedSource,
+        options: LodOptions,
+        lod: impl FnOnce(
+            &TiledPyramid,
+            LodOptions,
+            AdaptiveOptions,
+        ) -> Result<AdaptiveLod<'static>, TilesBuildError>,
+    ) -> Result<TiledAdaptive, BuildError> {
         if tiles.options().levels > 0 {
             return Err(TilesBuildError::Detail.into());
         }
@@ -161,8 +361,7 @@ impl TiledAdaptive {
             TiledPyramid::build(tiles.inner().terrain()).map_err(TilesBuildError::from)?;
         let adaptive = options.adaptive.with_list_vertices(true);
         let options = options.with_adaptive(adaptive);
-        let lod =
-            AdaptiveLod::from_tiles_on_disk(&pyramid, options, adaptive, &std::env::temp_dir())?;
+        let lod = lod(&pyramid, options, adaptive)?;
         let unreported = pyramid.stand_ins();
         Ok(TiledAdaptive {
             lod,

@@ -129,8 +129,8 @@ mod tree;
 mod update;
 
 pub use detail::{Detail, DetailError};
-pub use from_tiles::{TiledAdaptive, TilesBuildError};
-pub use page_file::PageError;
+pub use from_tiles::{KeptPages, TiledAdaptive, TilesBuildError};
+pub use page_file::{KeptFileError, PageError};
 pub use paging::PagedBuildError;
 
 use super::{GridVertices, LodAlgorithm, LodOptions, Selection, SelectionStats, View};

@@ -92,8 +92,7 @@ struct Entry {
 
 impl Entry {
     fn len(&self, floats: bool) -> usize {
-        let slots = self.slots as usize;
-        slots * (12 + height_bytes(floats)) + slots / WORD * 12 + slots / 4 * 4
+        slot_bytes(self.slots as usize, floats)
     }
 }
 
@@ -150,6 +149,20 @@ impl PageSpool {
         };
         let file = tempfile::tempfile_in(dir).map_err(write_error)?;
         let table = write_pages(&file, pages, page, shape.floats).map_err(write_error)?;
+        Self::serve(file, dir, table, shape)
+    }
+
+    /// Starts the loader over `file`, whose pages lie where `table` says.
+    fn serve(
+        file: File,
+        dir: &Path,
+        table: Vec<Option<Entry>>,
+        shape: PageShape,
+    ) -> Result<PageSpool, PageError> {
+        let write_error = |source| PageError::Write {
+            dir: dir.to_path_buf(),
+            source,
+        };
         let (requests, asked) = mpsc::channel::<u32>();
         let (done, loaded) = mpsc::channel::<Loaded>();
         let bytes_read = std::sync::Arc::new(AtomicU64::new(0));
@@ -243,6 +256,255 @@ impl Drop for PageSpool {
     }
 }
 
+/// Why a kept page file (`--page-file`) could not be used: the build then starts again
+/// and replaces it.
+#[derive(Debug, thiserror::Error)]
+pub enum KeptFileError {
+    #[error("{path}: cannot read it: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path}: not a kept page file of this version")]
+    Format { path: PathBuf },
+    #[error("{path}: built from other tiles or with other options")]
+    OtherBuild { path: PathBuf },
+    #[error("{path}: damaged: {problem}")]
+    Damaged {
+        path: PathBuf,
+        problem: &'static str,
+    },
+}
+
+/// What identifies the build a kept file holds: the tiles' header and block index (their
+/// CRC-32s and lengths), the mapping, the build tolerance and page size, as the caller
+/// packs them.
+pub(super) type BuildKey = [u8; 32];
+
+const KEPT_MAGIC: &[u8; 8] = b"TLAKEPT\0";
+/// Magic, key, top offset and length, top CRC, pages, table CRC, footer CRC.
+const FOOTER_BYTES: usize = 8 + 32 + 8 + 8 + 4 + 4 + 4 + 4;
+const TABLE_ENTRY: usize = 16;
+
+/// A kept page file being written: a temporary file beside its path, renamed to it once
+/// the top, the table and the footer follow the pages ([`KeptWriter::finish`]).
+pub(super) struct KeptWriter {
+    file: tempfile::NamedTempFile,
+    path: PathBuf,
+    table: Vec<Option<Entry>>,
+}
+
+impl KeptWriter {
+    /// Writes pages `0..pages` (`page(j)`, every one of them) to a new temporary file
+    /// beside `path`.
+    pub fn write(
+        path: &Path,
+        pages: usize,
+        page: impl FnMut(usize) -> Option<PageData>,
+        floats: bool,
+    ) -> Result<KeptWriter, PageError> {
+        let write_error = |source| PageError::Write {
+            dir: path.to_path_buf(),
+            source,
+        };
+        let beside = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Readable by others, as the tiles are (the temporary file's default is private).
+        let mut builder = tempfile::Builder::new();
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        let file = builder.tempfile_in(beside).map_err(write_error)?;
+        let table = write_pages(file.as_file(), pages, page, floats).map_err(write_error)?;
+        Ok(KeptWriter {
+            file,
+            path: path.to_path_buf(),
+            table,
+        })
+    }
+
+    /// Appends `top` (the tree's top, [`SquareTree::encode_top`](super::tree)), the page
+    /// table and the footer, syncs the file, renames it to its path (replacing what was
+    /// there) and starts the loader over it.
+    pub fn finish(
+        self,
+        top: &[u8],
+        key: &BuildKey,
+        shape: PageShape,
+    ) -> Result<PageSpool, PageError> {
+        let path = self.path;
+        let write_error = |source| PageError::Write {
+            dir: path.clone(),
+            source,
+        };
+        let mut file = self.file;
+        let top_offset = file.as_file().seek(SeekFrom::End(0)).map_err(write_error)?;
+        let mut table = Vec::with_capacity(self.table.len() * TABLE_ENTRY);
+        for entry in &self.table {
+            let Some(entry) = entry else {
+                return Err(write_error(io::Error::other("a page was not written")));
+            };
+            table.extend(entry.offset.to_le_bytes());
+            table.extend(entry.slots.to_le_bytes());
+            table.extend(entry.crc.to_le_bytes());
+        }
+        let mut footer = Vec::with_capacity(FOOTER_BYTES);
+        footer.extend_from_slice(KEPT_MAGIC);
+        footer.extend_from_slice(key);
+        footer.extend(top_offset.to_le_bytes());
+        footer.extend((top.len() as u64).to_le_bytes());
+        footer.extend(crc32fast::hash(top).to_le_bytes());
+        footer.extend((self.table.len() as u32).to_le_bytes());
+        footer.extend(crc32fast::hash(&table).to_le_bytes());
+        footer.extend(crc32fast::hash(&footer).to_le_bytes());
+        let out = file.as_file_mut();
+        out.write_all(top)
+            .and_then(|()| out.write_all(&table))
+            .and_then(|()| out.write_all(&footer))
+            .and_then(|()| out.sync_all())
+            .map_err(write_error)?;
+        let file = file.persist(&path).map_err(|e| write_error(e.error))?;
+        PageSpool::serve(file, &path, self.table, shape)
+    }
+}
+
+/// A kept page file opened and checked up to its pages: its top's bytes, and the table
+/// of its pages to serve once the top is known ([`OpenedKept::serve`]).
+pub(super) struct OpenedKept {
+    file: File,
+    path: PathBuf,
+    table: Vec<Option<Entry>>,
+    /// Where the top begins: the pages lie before it.
+    top_offset: u64,
+    pub top: Vec<u8>,
+}
+
+impl OpenedKept {
+    /// Opens the kept file at `path` if it holds the build `key` names: its footer, the
+    /// key, the table's and the top's checksums (the top itself is checked by whoever
+    /// decodes it, the pages as they are read).
+    pub fn open(path: &Path, key: &BuildKey) -> Result<OpenedKept, KeptFileError> {
+        let read_error = |source| KeptFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let damaged = |problem| KeptFileError::Damaged {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let mut file = File::open(path).map_err(read_error)?;
+        let len = file.metadata().map_err(read_error)?.len();
+        if len < HEADER_BYTES + FOOTER_BYTES as u64 {
+            return Err(KeptFileError::Format {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut header = [0u8; HEADER_BYTES as usize];
+        let mut footer = [0u8; FOOTER_BYTES];
+        file.read_exact(&mut header)
+            .and_then(|()| file.seek(SeekFrom::End(-(FOOTER_BYTES as i64))))
+            .and_then(|_| file.read_exact(&mut footer))
+            .map_err(read_error)?;
+        if &header[..8] != MAGIC
+            || header[8..12] != VERSION.to_le_bytes()
+            || &footer[..8] != KEPT_MAGIC
+        {
+            return Err(KeptFileError::Format {
+                path: path.to_path_buf(),
+            });
+        }
+        let u64_at = |i: usize| u64::from_le_bytes(footer[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_le_bytes(footer[i..i + 4].try_into().expect("4 bytes"));
+        if crc32fast::hash(&footer[..FOOTER_BYTES - 4]) != u32_at(FOOTER_BYTES - 4) {
+            return Err(damaged("the footer's checksum does not match"));
+        }
+        if footer[8..40] != key[..] {
+            return Err(KeptFileError::OtherBuild {
+                path: path.to_path_buf(),
+            });
+        }
+        let (top_offset, top_len, top_crc) = (u64_at(40), u64_at(48), u32_at(56));
+        let (pages, table_crc) = (u32_at(60) as u64, u32_at(64));
+        let table_len = pages * TABLE_ENTRY as u64;
+        let end = top_offset
+            .checked_add(top_len)
+            .and_then(|e| e.checked_add(table_len))
+            .and_then(|e| e.checked_add(FOOTER_BYTES as u64));
+        if top_offset < HEADER_BYTES || end != Some(len) {
+            return Err(damaged("its parts' lengths do not add up to the file's"));
+        }
+        let mut top = vec![0; top_len as usize];
+        let mut table_bytes = vec![0; table_len as usize];
+        file.seek(SeekFrom::Start(top_offset))
+            .and_then(|_| file.read_exact(&mut top))
+            .and_then(|()| file.read_exact(&mut table_bytes))
+            .map_err(read_error)?;
+        if crc32fast::hash(&top) != top_crc {
+            return Err(damaged("the top's checksum does not match"));
+        }
+        if crc32fast::hash(&table_bytes) != table_crc {
+            return Err(damaged("the page table's checksum does not match"));
+        }
+        let table = table_bytes
+            .chunks_exact(TABLE_ENTRY)
+            .map(|e| {
+                Some(Entry {
+                    offset: u64::from_le_bytes(e[..8].try_into().expect("8 bytes")),
+                    slots: u32::from_le_bytes(e[8..12].try_into().expect("4 bytes")),
+                    crc: u32::from_le_bytes(e[12..].try_into().expect("4 bytes")),
+                })
+            })
+            .collect();
+        Ok(OpenedKept {
+            file,
+            path: path.to_path_buf(),
+            table,
+            top_offset,
+            top,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts the loader over the pages, once the top is decoded: each entry must have
+    /// the length of its page in the top (`page_slots`, which the loader decodes it to)
+    /// and lie after the one before it, before the top.
+    pub fn serve(self, page_slots: &[u32], shape: PageShape) -> Result<PageSpool, KeptFileError> {
+        let damaged = |problem| KeptFileError::Damaged {
+            path: self.path.clone(),
+            problem,
+        };
+        if page_slots.len() != self.table.len() {
+            return Err(damaged("its page table and its top count other pages"));
+        }
+        let mut next = HEADER_BYTES;
+        for (entry, &slots) in self.table.iter().flatten().zip(page_slots) {
+            if entry.slots != slots {
+                return Err(damaged("a page's length differs from its top's"));
+            }
+            let len = entry.len(shape.floats) as u64;
+            if entry.offset != next || entry.offset + len > self.top_offset {
+                return Err(damaged(
+                    "its pages do not lie one after another before the top",
+                ));
+            }
+            next += len;
+        }
+        PageSpool::serve(self.file, &self.path, self.table, shape).map_err(|e| match e {
+            PageError::Write { source, .. } | PageError::Spawn(source) => KeptFileError::Read {
+                path: self.path.clone(),
+                source,
+            },
+            _ => unreachable!("serving fails only to clone the file or start the loader"),
+        })
+    }
+}
+
 /// Writes the header and the pages to `file`; returns each page's entry.
 fn write_pages(
     file: &File,
@@ -278,20 +540,87 @@ fn write_pages(
 
 /// Appends the page's bytes (see the module docs).
 fn encode(page: &PageData, out: &mut Vec<u8>) {
-    for record in &page.records {
+    encode_slots(&page.records, &page.heights, &page.rank, &page.parents, out);
+}
+
+/// Appends a run of pool slots as a page stores them: records, vertex heights, rank
+/// words, blocks' parents (a kept file's top stores its slots so too).
+pub(super) fn encode_slots(
+    records: &[SquareRecord],
+    heights: &VertexHeights,
+    rank: &[RankWord],
+    parents: &[u32],
+    out: &mut Vec<u8>,
+) {
+    for record in records {
         out.extend_from_slice(&record.to_bytes());
     }
-    match &page.heights {
+    match heights {
         VertexHeights::Codes(v) => v.iter().flatten().for_each(|c| out.extend(c.to_le_bytes())),
         VertexHeights::Floats(v) => v.iter().flatten().for_each(|h| out.extend(h.to_le_bytes())),
     }
-    for word in &page.rank {
+    for word in rank {
         out.extend(word.bits.to_le_bytes());
         out.extend(word.base.to_le_bytes());
     }
-    for parent in &page.parents {
+    for parent in parents {
         out.extend(parent.to_le_bytes());
     }
+}
+
+/// Bytes of `slots` slots as [`encode_slots`] writes them.
+pub(super) fn slot_bytes(slots: usize, floats: bool) -> usize {
+    slots * (12 + height_bytes(floats)) + slots / WORD * 12 + slots / 4 * 4
+}
+
+/// The slots [`encode_slots`] wrote (`bytes` exactly [`slot_bytes`] long), their vertex
+/// heights checked to be finite; nothing else checked.
+pub(super) fn decode_slots(
+    bytes: &[u8],
+    slots: usize,
+    floats: bool,
+) -> Result<PageData, &'static str> {
+    debug_assert_eq!(bytes.len(), slot_bytes(slots, floats));
+    let (records, rest) = bytes.split_at(slots * 12);
+    let (heights, rest) = rest.split_at(slots * height_bytes(floats));
+    let (rank, parents) = rest.split_at(slots / WORD * 12);
+    let records = records
+        .chunks_exact(12)
+        .map(|c| SquareRecord::from_bytes(c.try_into().expect("12 bytes")))
+        .collect();
+    let heights = if floats {
+        let values: Vec<f32> = heights
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect();
+        if values.iter().any(|h| !h.is_finite()) {
+            return Err("a vertex height is not finite");
+        }
+        VertexHeights::Floats(values.chunks_exact(3).map(|h| [h[0], h[1], h[2]]).collect())
+    } else {
+        let codes: Vec<u16> = heights
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        VertexHeights::Codes(codes.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
+    };
+    let rank = rank
+        .chunks_exact(12)
+        .map(|c| RankWord {
+            bits: u64::from_le_bytes(c[..8].try_into().expect("8 bytes")),
+            base: u32::from_le_bytes(c[8..].try_into().expect("4 bytes")),
+        })
+        .collect();
+    let parents = parents
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    Ok(PageData {
+        records,
+        heights,
+        rank,
+        parents,
+    })
 }
 
 /// The loader's side: the file and its table.
@@ -347,44 +676,8 @@ impl Reader {
 /// children has its children's block within the page and pointing back to it, and no
 /// block lies deeper than `shape.depth` levels below the root.
 fn decode(bytes: &[u8], slots: usize, shape: PageShape) -> Result<PageData, &'static str> {
-    let mut rest = bytes;
-    let mut take = |n: usize| {
-        let (head, tail) = rest.split_at(n);
-        rest = tail;
-        head
-    };
-    let records = take(slots * 12)
-        .chunks_exact(12)
-        .map(|c| SquareRecord::from_bytes(c.try_into().expect("12 bytes")))
-        .collect();
-    let heights = take(slots * height_bytes(shape.floats));
-    let heights = if shape.floats {
-        let values: Vec<f32> = heights
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect();
-        if values.iter().any(|h| !h.is_finite()) {
-            return Err("a vertex height is not finite");
-        }
-        VertexHeights::Floats(values.chunks_exact(3).map(|h| [h[0], h[1], h[2]]).collect())
-    } else {
-        let codes: Vec<u16> = heights
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
-        VertexHeights::Codes(codes.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
-    };
-    let rank: Vec<RankWord> = take(slots / WORD * 12)
-        .chunks_exact(12)
-        .map(|c| RankWord {
-            bits: u64::from_le_bytes(c[..8].try_into().expect("8 bytes")),
-            base: u32::from_le_bytes(c[8..].try_into().expect("4 bytes")),
-        })
-        .collect();
-    let parents: Vec<u32> = take(slots / 4 * 4)
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect();
+    let page = decode_slots(bytes, slots, shape.floats)?;
+    let (rank, parents) = (&page.rank, &page.parents);
     // Levels below the root of each block (0: unused), from its parent's.
     let mut depth = vec![0u32; parents.len()];
     for (b, &parent) in parents.iter().enumerate() {
@@ -416,12 +709,7 @@ fn decode(bytes: &[u8], slots: usize, shape: PageShape) -> Result<PageData, &'st
             }
         }
     }
-    Ok(PageData {
-        records,
-        heights,
-        rank,
-        parents,
-    })
+    Ok(page)
 }
 
 #[cfg(test)]

@@ -28,7 +28,9 @@
 use super::Deadline;
 use super::EXPIRED;
 use super::detail::DetailError;
-use super::page_file::{PageError, PageShape, PageSpool, Received};
+use super::page_file::{
+    BuildKey, KeptFileError, KeptWriter, OpenedKept, PageError, PageShape, PageSpool, Received,
+};
 use super::tree::{
     BuiltPage, LevelShape, MAX_SLOTS, NOT_RESIDENT, PageData, ROOT, Source, Sq, SquareTree,
     TreeBuilder,
@@ -200,6 +202,33 @@ pub enum PagedBuildError {
     Frames { frames: usize, frame_slots: u32 },
 }
 
+/// The frames made when `asked` are (see [`Placement::frames`]), if they fit in a pool
+/// after the top `top`, each `frame_slots` long.
+fn fitted_frames(
+    top: &SquareTree,
+    placement: &Placement,
+    asked: usize,
+    frame_slots: u32,
+) -> Result<usize, PagedBuildError> {
+    let frames = placement.frames(asked);
+    if top.slots() + frames * frame_slots as usize >= MAX_SLOTS {
+        return Err(PagedBuildError::Frames {
+            frames,
+            frame_slots,
+        });
+    }
+    Ok(frames)
+}
+
+/// Where a build on disk ([`Paging::build_on_disk`]) writes its pages.
+pub(super) enum PageTarget<'p> {
+    /// A spool without a name in this folder, gone with the run.
+    Spool(&'p Path),
+    /// A page file kept at this path for later runs of the build `key` names
+    /// (`--page-file`): written beside it, then renamed to it.
+    Kept { path: &'p Path, key: BuildKey },
+}
+
 impl Paging {
     /// Takes `tree` (as built, with pages) apart: returns the top with `frames` frames
     /// after it (at least the pinned pages and nine more, at most one per page), the
@@ -230,7 +259,7 @@ impl Paging {
     pub fn build_on_disk<S: Source>(
         builder: TreeBuilder<'_, S>,
         frames: usize,
-        dir: &Path,
+        target: PageTarget<'_>,
     ) -> Result<(SquareTree, Option<Paging>), PagedBuildError> {
         let pages = builder.pages();
         if pages == 0 {
@@ -263,36 +292,119 @@ impl Paging {
             }
             let BuiltPage { data, summary } = built.pop_front()?;
             summaries.push(summary);
-            if placement.pinned[j] {
-                kept.push((j, data));
-                None
-            } else {
-                Some(data)
+            match (placement.pinned[j], &target) {
+                // A kept file holds every page: a later run reads its pinned ones there.
+                (true, PageTarget::Kept { .. }) => {
+                    kept.push((j, data.clone()));
+                    Some(data)
+                }
+                (true, PageTarget::Spool(_)) => {
+                    kept.push((j, data));
+                    None
+                }
+                (false, _) => Some(data),
             }
         };
-        let spool = PageSpool::write(dir, pages, page, shape)?;
+        let written = match &target {
+            PageTarget::Spool(dir) => Ok(PageSpool::write(dir, pages, page, shape)?),
+            PageTarget::Kept { path, .. } => {
+                Err(KeptWriter::write(path, pages, page, shape.floats)?)
+            }
+        };
         if let Some(e) = failure {
             return Err(e.into());
         }
         let frame_slots = summaries.iter().map(|p| p.slots()).max().unwrap_or(0);
-        let frames = placement.frames(frames);
-        let mut live = builder.finish(&summaries);
-        if live.slots() + frames * frame_slots as usize >= MAX_SLOTS {
-            return Err(PagedBuildError::Frames {
-                frames,
-                frame_slots,
-            });
-        }
-        live.grow(frames * frame_slots as usize);
-        let paging = Paging::start(
-            &mut live,
-            placement,
-            roots,
-            frames,
-            Store::Disk(spool),
-            &kept,
-        );
+        let live = builder.finish(&summaries);
+        let spool = match (written, target) {
+            (Ok(spool), _) => spool,
+            (Err(writer), PageTarget::Kept { key, .. }) => {
+                let mut top = Vec::new();
+                live.encode_top(&mut top);
+                writer.finish(&top, &key, shape)?
+            }
+            (Err(_), PageTarget::Spool(_)) => unreachable!("a spool is written as a spool"),
+        };
+        let frames = fitted_frames(&live, &placement, frames, frame_slots)?;
+        let (live, paging) = Self::start_on_disk(live, placement, roots, frames, spool, &kept);
         Ok((live, Some(paging)))
+    }
+
+    /// [`Paging::start`] over the pages of `spool` with `frames` frames (as long as the
+    /// longest page) grown after the top `live`.
+    fn start_on_disk(
+        mut live: SquareTree,
+        placement: Placement,
+        roots: Vec<Sq>,
+        frames: usize,
+        spool: PageSpool,
+        kept: &[(usize, PageData)],
+    ) -> (SquareTree, Paging) {
+        let frame_slots = live.pages().iter().map(|p| p.slots).max().unwrap_or(0);
+        live.grow(frames * frame_slots as usize);
+        let store = Store::Disk(spool);
+        let paging = Paging::start(&mut live, placement, roots, frames, store, kept);
+        (live, paging)
+    }
+
+    /// The paging of a top read back from a kept page file (`opened`, its top decoded
+    /// into `live`): its page roots checked to lie on one level, `frames` frames after
+    /// the top as [`Paging::build_on_disk`] makes them (`Ok(Err)` when they do not fit
+    /// in a pool), the pinned pages read from the file and copied in, the other pages
+    /// served from it. `Err` when the file is not usable after all.
+    pub fn from_kept(
+        live: SquareTree,
+        opened: OpenedKept,
+        frames: usize,
+    ) -> Result<Result<(SquareTree, Paging), PagedBuildError>, KeptFileError> {
+        let path = opened.path().to_path_buf();
+        let damaged = |problem| KeptFileError::Damaged {
+            path: path.clone(),
+            problem,
+        };
+        let roots = live.page_roots();
+        let pages = live.pages().len();
+        if roots.len() != pages || pages == 0 {
+            return Err(damaged("its top's page roots and page table disagree"));
+        }
+        let level = roots[0].level;
+        if roots
+            .iter()
+            .any(|r| r.level != level || !live.levels[level as usize].present(r.ix, r.iz))
+        {
+            return Err(damaged("its page roots are not squares of one level"));
+        }
+        let placement = Placement::new(&live.levels, &roots, |sq| live.straddles(sq));
+        let page_slots: Vec<u32> = live.pages().iter().map(|p| p.slots).collect();
+        let frame_slots = page_slots.iter().copied().max().unwrap_or(0);
+        let frames = match fitted_frames(&live, &placement, frames, frame_slots) {
+            Ok(frames) => frames,
+            Err(too_many) => return Ok(Err(too_many)),
+        };
+        let shape = PageShape {
+            floats: live.float_heights(),
+            depth: (live.levels.len() - 1) as u32 - placement.level,
+        };
+        let mut spool = opened.serve(&page_slots, shape)?;
+        let pinned: Vec<usize> = (0..pages).filter(|&j| placement.pinned[j]).collect();
+        for &j in &pinned {
+            spool.request(j as u32);
+        }
+        let mut kept = Vec::with_capacity(pinned.len());
+        for _ in &pinned {
+            match spool.receive(true) {
+                Received::Page((j, Ok(page))) => kept.push((j as usize, page)),
+                Received::Page((_, Err(_))) => {
+                    return Err(damaged("a page that never leaves the pool cannot be read"));
+                }
+                Received::Nothing | Received::Stopped => {
+                    return Err(damaged("the page loader stopped"));
+                }
+            }
+        }
+        Ok(Ok(Self::start_on_disk(
+            live, placement, roots, frames, spool, &kept,
+        )))
     }
 
     /// The paging of `live` (the top and `frames` frames after it, each as long as the

@@ -217,6 +217,46 @@ impl HeightCodes {
         }
     }
 
+    /// The codes as a kept page file stores them: seven little-endian `f64`s.
+    pub fn to_bytes(self) -> [u8; 56] {
+        let mut out = [0; 56];
+        let values = [
+            self.origin,
+            self.unit,
+            self.scale,
+            self.offset,
+            self.map.0,
+            self.map.1,
+            self.quantum,
+        ];
+        for (bytes, value) in out.chunks_exact_mut(8).zip(values) {
+            bytes.copy_from_slice(&value.to_le_bytes());
+        }
+        out
+    }
+
+    /// The codes [`HeightCodes::to_bytes`] wrote, if every value is finite, the step and
+    /// the scales non-zero and the quantum not negative.
+    pub fn from_bytes(bytes: &[u8; 56]) -> Option<HeightCodes> {
+        let v: Vec<f64> = bytes
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect();
+        let valid = v.iter().all(|x| x.is_finite())
+            && v[1] != 0.0
+            && v[2] != 0.0
+            && v[4] != 0.0
+            && v[6] >= 0.0;
+        valid.then(|| HeightCodes {
+            origin: v[0],
+            unit: v[1],
+            scale: v[2],
+            offset: v[3],
+            map: (v[4], v[5]),
+            quantum: v[6],
+        })
+    }
+
     /// Whether stored heights are the true ones (up to the `f32` rounding of drawing).
     #[inline(always)]
     pub fn exact(&self) -> bool {

@@ -1908,11 +1908,7 @@ fn trees_built_on_disk_are_the_trees_built_whole_then_spooled() {
         .expect("import");
         let terrain = TiledTerrain::open(dir.path()).expect("open");
         let tiles = TiledPyramid::build(&terrain).expect("the tiled pyramid");
-        let adaptive = AdaptiveOptions::default()
-            .with_build_tolerance(tolerance)
-            .with_page_cells(page_cells)
-            .with_page_frames(frames)
-            .with_list_vertices(true);
+        let adaptive = listed_pages(tolerance, page_cells, frames);
         let lod = LodOptions::default().with_adaptive(adaptive);
         let spools = tempfile::tempdir().expect("a temporary folder");
         let mut whole = AdaptiveLod::from_tiles(&tiles, lod, adaptive)
@@ -1930,31 +1926,45 @@ fn trees_built_on_disk_are_the_trees_built_whole_then_spooled() {
         let bytes = page_file_bytes(&on_disk);
         assert!(bytes.len() > 1000, "{case}");
         assert!(bytes == page_file_bytes(&whole), "{case}");
-        for view in low_flight(&field) {
-            for _ in 0..3 {
-                whole.await_pages();
-                on_disk.await_pages();
-                assert_eq!(
-                    on_disk.select(&view).to_mesh_as_carried(),
-                    whole.select(&view).to_mesh_as_carried(),
-                    "{case}"
-                );
-                let (d, w) = (
-                    on_disk.paging().expect("paged"),
-                    whole.paging().expect("paged"),
-                );
-                assert_eq!(
-                    (d.copied_in, d.dropped, d.held_back, d.resident, d.loaded),
-                    (w.copied_in, w.dropped, w.held_back, w.resident, w.loaded),
-                    "{case}"
-                );
-            }
-        }
+        fly_alike(&mut on_disk, &mut whole, &field, &case);
         let paging = on_disk.paging().expect("paged");
         assert!(
             paging.dropped > 0 && paging.failures == 0,
             "{case}: {paging:?}"
         );
+    }
+}
+
+/// Options for a tree built from tiles: vertices listed, pages of `page_cells` cells in
+/// `frames` frames, build tolerance `tolerance`.
+fn listed_pages(tolerance: f32, page_cells: u32, frames: u32) -> AdaptiveOptions {
+    AdaptiveOptions::default()
+        .with_build_tolerance(tolerance)
+        .with_page_cells(page_cells)
+        .with_page_frames(frames)
+        .with_list_vertices(true)
+}
+
+/// Flies `a` and `b` (paged, pages on disk) along the low flight over `field`, each view
+/// three times: the same meshes and the same pages copied, dropped, held back, resident and
+/// loaded, frame by frame.
+fn fly_alike(a: &mut AdaptiveLod<'_>, b: &mut AdaptiveLod<'_>, field: &Heightfield, case: &str) {
+    for view in low_flight(field) {
+        for _ in 0..3 {
+            a.await_pages();
+            b.await_pages();
+            assert_eq!(
+                a.select(&view).to_mesh_as_carried(),
+                b.select(&view).to_mesh_as_carried(),
+                "{case}"
+            );
+            let (p, q) = (a.paging().expect("paged"), b.paging().expect("paged"));
+            assert_eq!(
+                (p.copied_in, p.dropped, p.held_back, p.resident, p.loaded),
+                (q.copied_in, q.dropped, q.held_back, q.resident, q.loaded),
+                "{case}"
+            );
+        }
     }
 }
 
@@ -1970,7 +1980,7 @@ fn a_page_that_cannot_be_built_fails_the_build_on_disk() {
     let build = |limit: u64| {
         let builder =
             tree::TreeBuilder::new(&source, 0.0, 64, tree::Budget { limit }).expect("the top fits");
-        paging::Paging::build_on_disk(builder, 9, dir.path())
+        paging::Paging::build_on_disk(builder, 9, paging::PageTarget::Spool(dir.path()))
     };
     let refused = build(8 << 10).expect_err("a page over the budget");
     assert!(
@@ -1980,4 +1990,123 @@ fn a_page_that_cannot_be_built_fails_the_build_on_disk() {
     let (tree, paging) = build(u64::MAX).expect("within the budget");
     assert!(paging.is_some() && tree.squares() > 1000);
     assert_eq!(std::fs::read_dir(dir.path()).expect("readable").count(), 0);
+}
+
+/// A page file kept at a path (`--page-file`) is read back by the next build of the same
+/// tiles and options instead of building: the tree of the build on disk, frame by frame
+/// the same meshes and pages. A file of another build (other options), a damaged or a
+/// truncated one is built again and replaced; a damaged page is reported when read, as
+/// from a spool; nothing is left beside the file.
+#[test]
+fn kept_page_files_are_read_back_instead_of_building() {
+    use crate::tiles::{ImportOptions, TiledPyramid, TiledTerrain, import};
+    use page_file::KeptFileError;
+    let cases = [
+        // (width, height, seed, f32, tile cells, page cells, frames, tolerance)
+        (129, 129, 3, false, 16, 8, 20, 0.0),
+        (97, 41, 5, true, 8, 8, 12, 2.0),
+    ];
+    for (width, height, seed, float, tile_cells, page_cells, frames, tolerance) in cases {
+        let case = format!("{width} x {height}, f32 {float}");
+        let field = stepped_field_as(width, height, seed, float);
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let tiles_dir = dir.path().join("tiles");
+        let options = ImportOptions::with_tile_cells(tile_cells);
+        import(&field, &tiles_dir, &options, &|_, _| {}).expect("import");
+        let terrain = TiledTerrain::open(&tiles_dir).expect("open");
+        let tiles = TiledPyramid::build(&terrain).expect("the tiled pyramid");
+        let adaptive = listed_pages(tolerance, page_cells, frames);
+        let lod = LodOptions::default().with_adaptive(adaptive);
+        let spools = tempfile::tempdir().expect("a temporary folder");
+        let mut on_disk = AdaptiveLod::from_tiles_on_disk(&tiles, lod, adaptive, spools.path())
+            .expect("built on disk");
+        let kept = dir.path().join("kept").join("pages.tlap");
+        std::fs::create_dir(kept.parent().expect("a folder")).expect("writable");
+        // What `TiledAdaptive::with_page_file` does: read back, else build and keep.
+        let build = |adaptive: AdaptiveOptions| {
+            let lod = LodOptions::default().with_adaptive(adaptive);
+            let status = if kept.exists() {
+                match AdaptiveLod::from_kept(&terrain, lod, adaptive, &kept).expect("frames fit") {
+                    Ok(reused) => return (reused, KeptPages::Reused),
+                    Err(unusable) => KeptPages::Replaced(unusable),
+                }
+            } else {
+                KeptPages::Written
+            };
+            let (built, is_kept) =
+                AdaptiveLod::from_tiles_kept(&tiles, lod, adaptive, &kept).expect("built");
+            assert!(is_kept);
+            (built, status)
+        };
+        let (written, status) = build(adaptive);
+        assert!(matches!(status, KeptPages::Written), "{case}: {status:?}");
+        assert!(written.tree == on_disk.tree, "{case}");
+        drop(written);
+        let (mut reused, status) = build(adaptive);
+        assert!(matches!(status, KeptPages::Reused), "{case}: {status:?}");
+        assert!(reused.tree == on_disk.tree, "{case}");
+        // As built, before a flight moves pages in and out of the frames.
+        let built = on_disk.tree.clone();
+        fly_alike(&mut reused, &mut on_disk, &field, &case);
+        drop(reused);
+        // Another build tolerance is another build: built and kept instead, then the
+        // first options build theirs again.
+        let other = adaptive.with_build_tolerance(tolerance + 5.0);
+        for options in [other, adaptive] {
+            let (_, status) = build(options);
+            assert!(
+                matches!(
+                    status,
+                    KeptPages::Replaced(KeptFileError::OtherBuild { .. })
+                ),
+                "{case}: {status:?}"
+            );
+        }
+        // A byte of the top changed, the file cut short: built again, the same tree.
+        let bytes = std::fs::read(&kept).expect("kept");
+        let footer = bytes.len() - 72;
+        let top = u64::from_le_bytes(bytes[footer + 40..footer + 48].try_into().expect("8"));
+        let mut flipped = bytes.clone();
+        flipped[top as usize + 100] ^= 0x10;
+        for (spoilt, expected) in [(flipped, "checksum"), (bytes[..footer].to_vec(), "")] {
+            std::fs::write(&kept, spoilt).expect("writable");
+            let (rebuilt, status) = build(adaptive);
+            let KeptPages::Replaced(error) = &status else {
+                panic!("{case}: {status:?}");
+            };
+            assert!(error.to_string().contains(expected), "{case}: {error}");
+            assert!(rebuilt.tree == built, "{case}");
+        }
+        assert_eq!(std::fs::read(&kept).expect("kept"), bytes, "{case}");
+        // Every page that may leave the pool changed: the top is read back, and the pages
+        // are reported as they are read.
+        let (_, _, pinned) = on_disk.paging.as_ref().expect("paged").asked();
+        let top_len = u64::from_le_bytes(bytes[footer + 48..footer + 56].try_into().expect("8"));
+        let table = &bytes[(top + top_len) as usize..footer];
+        let mut paged = bytes.clone();
+        for (entry, _) in table.chunks_exact(16).zip(pinned).filter(|(_, p)| !**p) {
+            paged[u64::from_le_bytes(entry[..8].try_into().expect("8")) as usize] ^= 0x01;
+        }
+        std::fs::write(&kept, &paged).expect("writable");
+        let (mut damaged, status) = build(adaptive);
+        assert!(matches!(status, KeptPages::Reused), "{case}: {status:?}");
+        let mut faults = Vec::new();
+        for view in low_flight(&field) {
+            damaged.await_pages();
+            damaged.select(&view);
+            faults.extend(damaged.take_page_faults());
+        }
+        assert!(
+            !faults.is_empty()
+                && faults
+                    .iter()
+                    .all(|f| matches!(f, PageError::Checksum { .. })),
+            "{case}: {faults:?}"
+        );
+        let left: Vec<_> = std::fs::read_dir(kept.parent().expect("a folder"))
+            .expect("readable")
+            .map(|e| e.expect("an entry").file_name())
+            .collect();
+        assert_eq!(left, ["pages.tlap"], "{case}");
+    }
 }

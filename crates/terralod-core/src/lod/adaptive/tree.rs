@@ -70,6 +70,7 @@ use glam::Vec3;
 use rayon::prelude::*;
 
 mod build;
+mod saved;
 pub(super) use build::{BuiltPage, TreeBuilder, build, build_from_field};
 
 /// The root's slot.

@@ -15,7 +15,7 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::AlgorithmOptionArgs;
 use crate::progress;
 use crate::staged::StagedFiles;
-use crate::stream_args::{builds_from_tiles, is_streaming};
+use crate::stream_args::{builds_from_tiles, check_page_file, is_streaming};
 use crate::terrain_args::{TerrainArgs, parse_positive};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -303,6 +303,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         );
     }
     args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
+    check_page_file(
+        &args.terrain,
+        args.algos.first().map_or("", String::as_str),
+        args.algorithm.tree_build(),
+        args.algorithm.page_file.as_deref(),
+    )?;
     let only_adaptive = args.algos.len() == 1 && args.algos[0] == "adaptive";
     let detail_field = args.algorithm.detail.load(
         if only_adaptive { "adaptive" } else { "" },

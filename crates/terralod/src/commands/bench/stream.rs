@@ -98,7 +98,9 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
     // prints the failed tiles through the progress bar (`report_with`).
     // Preprocessing: the tile cache started, and algorithm A's tree built from the tiles.
     let building = Instant::now();
-    let mut algorithm = terrain.algorithm(name, &args.stream, args.algorithm.options())?;
+    let page_file = args.algorithm.page_file.as_deref();
+    let mut algorithm =
+        terrain.algorithm(name, &args.stream, args.algorithm.options(), page_file)?;
     let build_ms = building.elapsed().as_secs_f64() * 1e3;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());

@@ -205,6 +205,18 @@ pub fn check_page_file(
     }
     terrain.refuse_as_output(path, [])?;
     terralod_core::io::check_destination(path)?;
+    // Inside the directory it would sit among the tiles (and could be named after one).
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let folder = std::fs::canonicalize(folder.unwrap_or(Path::new(".")))?;
+    if let Some(dir) = terrain.file.as_deref()
+        && folder.starts_with(std::fs::canonicalize(dir)?)
+    {
+        bail!(
+            "{}: --page-file lies inside the imported directory {}: keep it elsewhere",
+            path.display(),
+            dir.display()
+        );
+    }
     Ok(())
 }
 
@@ -288,8 +300,12 @@ impl StreamedTerrain {
                     eprintln!("warning: {why}: algorithm adaptive's tree built again and kept");
                 }
                 KeptPages::NotKept => eprintln!(
-                    "warning: {path}: not kept: a coarser level stood in for tiles that \
-                     could not be read, which a later run would inherit"
+                    "warning: {path}: not kept (left as it was): a coarser level stood in for \
+                     tiles that could not be read, which a later run would inherit"
+                ),
+                KeptPages::NoPages => eprintln!(
+                    "warning: {path}: not kept: algorithm adaptive's tree has no pages \
+                     (no square of --page-cells has children below it)"
                 ),
             }
             return Ok(ReportingStream(Box::new(algorithm)));

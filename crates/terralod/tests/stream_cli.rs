@@ -303,32 +303,39 @@ fn damage_tile(tiles: &Path) {
 }
 
 /// Algorithm adaptive's tree built page by page over a damaged tile (the coarser level
-/// standing in) is drawn but not kept in its page file: a later run would inherit the
-/// stand-in after the tile is mended.
+/// standing in) is drawn but not kept in its page file, which keeps what it held: a later
+/// run would inherit the stand-in after the tile is mended.
 #[test]
 fn a_tree_built_over_a_damaged_tile_is_not_kept() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (_, tiles) = terrain(dir.path());
-    damage_tile(&tiles);
     let kept = dir.path().join("pages.tlap");
     let out = dir.path().join("m.ply");
-    let mut args = streamed_mesh(
-        "adaptive",
-        tiles.to_str().expect("UTF-8"),
-        out.to_str().expect("UTF-8"),
-    );
-    args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
-    args.extend_from_slice(&["--page-cells", "32"]);
-    args.extend_from_slice(&["--page-file", kept.to_str().expect("UTF-8")]);
-    let (_, stderr) = ok(&args);
+    let run = |tolerance: &str| {
+        let mut args = streamed_mesh(
+            "adaptive",
+            tiles.to_str().expect("UTF-8"),
+            out.to_str().expect("UTF-8"),
+        );
+        args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
+        args.extend_from_slice(&["--page-cells", "32", "--build-tolerance", tolerance]);
+        args.extend_from_slice(&["--page-file", kept.to_str().expect("UTF-8")]);
+        ok(&args).1
+    };
+    // A file kept for another build tolerance, before the damage.
+    assert!(run("3").contains("tree kept"));
+    let before = std::fs::read(&kept).expect("kept");
+    damage_tile(&tiles);
+    let stderr = run("0");
     assert!(stderr.contains("coarser level stands in"), "{stderr}");
     assert!(stderr.contains("not kept"), "{stderr}");
-    assert!(out.is_file() && !kept.exists());
+    assert!(out.is_file());
+    assert!(std::fs::read(&kept).expect("left") == before);
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .expect("readable")
         .map(|e| e.expect("an entry").file_name())
         .collect();
-    assert_eq!(left.len(), 3, "{left:?}");
+    assert_eq!(left.len(), 4, "{left:?}");
 }
 
 /// Loaded whole (not streamed), a directory with an unreadable tile is drawn with the
@@ -863,28 +870,50 @@ fn adaptive_over_a_directory_exports_what_it_does_over_the_file() {
         "the paged export differs"
     );
     // Kept in a page file, the tree is read back by the next run instead of built: the
-    // same export each time; a file that is not a kept page file is built again and
-    // replaced; without frames there is nothing to keep.
+    // same export each time; a kept file of another build is built again and replaced; a
+    // file that is not a kept page file is refused and left alone, as is one inside the
+    // imported directory; without frames there is nothing to keep.
     let kept = dir.path().join("pages.tlap");
     let kept_text = kept.to_str().expect("UTF-8");
-    for (run, note) in ["tree kept", "tree read back", "built again"]
-        .iter()
-        .enumerate()
-    {
-        if run == 2 {
-            std::fs::write(&kept, "not pages").expect("writable");
-        }
-        let mut args = streamed_mesh("adaptive", tiles, paged_out.to_str().expect("UTF-8"));
+    let paged_text = paged_out.to_str().expect("UTF-8");
+    let kept_run = |tolerance: &str, page_file: &str| -> Output {
+        let mut args = streamed_mesh("adaptive", tiles, paged_text);
         args.extend_from_slice(&["--max-samples", "1000", "--page-frames", "12"]);
-        args.extend_from_slice(&["--page-cells", "32", "--page-file", kept_text]);
-        let (_, stderr) = ok(&args);
+        args.extend_from_slice(&["--page-cells", "32", "--build-tolerance", tolerance]);
+        args.extend_from_slice(&["--page-file", page_file]);
+        terralod(&args)
+    };
+    for (run, (tolerance, note)) in [
+        ("0", "tree kept"),
+        ("0", "tree read back"),
+        ("2", "other options"),
+        ("0", "other options"),
+        ("0", "tree read back"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let output = kept_run(tolerance, kept_text);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "run {run}: {stderr}");
         assert!(stderr.contains(note), "run {run}: {stderr}");
-        assert!(
-            std::fs::read(&paged_out).expect("written") == a,
-            "run {run}: the export differs"
-        );
+        if tolerance == "0" {
+            assert!(
+                std::fs::read(&paged_out).expect("written") == a,
+                "run {run}: the export differs"
+            );
+        }
     }
-    let mut args = streamed_mesh("adaptive", tiles, paged_out.to_str().expect("UTF-8"));
+    std::fs::write(&kept, "not pages").expect("writable");
+    let inside = format!("{tiles}/pages.tlap");
+    for (page_file, why) in [(kept_text, "not a kept page file"), (&inside, "inside")] {
+        let output = kept_run("0", page_file);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+    }
+    assert_eq!(std::fs::read(&kept).expect("left"), b"not pages");
+    let mut args = streamed_mesh("adaptive", tiles, paged_text);
     args.extend_from_slice(&["--page-file", kept_text]);
     let output = terralod(&args);
     let stderr = String::from_utf8_lossy(&output.stderr);

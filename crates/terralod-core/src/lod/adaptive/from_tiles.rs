@@ -4,8 +4,8 @@
 //! its pages on disk: what `--algo adaptive` gives a command over an imported directory,
 //! beside the algorithms that stream tiles while they select.
 
-use super::page_file::{BuildKey, KeptFileError, OpenedKept};
-use super::paging::{PageTarget, PagedBuildError, Paging};
+use super::page_file::{BuildKey, KEY_BYTES, KeptFileError, OpenedKept};
+use super::paging::{BuiltOnDisk, PageTarget, PagedBuildError, Paging};
 use super::tree::{Budget, LevelShape, SquareTree, TilesSource, TreeBuilder};
 use super::{AdaptiveLod, AdaptiveOptions, DetailError, EXPIRED};
 use crate::camera::Aabb;
@@ -35,8 +35,7 @@ pub enum TilesBuildError {
     Detail,
     #[error(
         "a kept page file (--page-file) holds algorithm adaptive's pages, which it has only \
-         with frames for them (--page-frames N) and squares of --page-cells with children \
-         below them"
+         with frames for them (--page-frames N)"
     )]
     KeptWithoutPages,
     #[error(transparent)]
@@ -53,9 +52,12 @@ pub enum KeptPages {
     Written,
     /// There but not usable (another build's, or damaged): built again, and replaced.
     Replaced(KeptFileError),
-    /// Built, but not kept (the file removed): a coarser level stood in for unreadable
-    /// tiles, which a later run would otherwise inherit.
+    /// Built, but not kept (what was there left alone): a coarser level stood in for
+    /// unreadable tiles, which a later run would otherwise inherit.
     NotKept,
+    /// Built without pages (no square of `--page-cells` has children below it): nothing
+    /// to keep, the tree whole in memory.
+    NoPages,
 }
 
 impl From<BuildError> for TilesBuildError {
@@ -107,7 +109,7 @@ impl AdaptiveLod<'_> {
             return Self::from_tiles(tiles, options, adaptive);
         }
         check_indices(tiles, adaptive)?;
-        let (tree, paging) = build_paged(tiles, adaptive, PageTarget::Spool(dir))?;
+        let (tree, paging, _) = build_paged(tiles, adaptive, PageTarget::Spool(dir))?;
         Ok(Self::paged(tree, paging, options, adaptive))
     }
 
@@ -133,6 +135,7 @@ impl AdaptiveLod<'_> {
         let key = build_key(terrain, adaptive)?;
         let opened = match OpenedKept::open(path, &key) {
             Ok(opened) => opened,
+            Err(foreign @ KeptFileError::NotKept { .. }) => return Err(foreign.into()),
             Err(unusable) => return Ok(Err(unusable)),
         };
         let header = terrain.header();
@@ -156,33 +159,35 @@ impl AdaptiveLod<'_> {
     }
 
     /// [`AdaptiveLod::from_tiles_on_disk`] with the pages written to a file kept at
-    /// `path` for later runs (`--page-file`, read back by [`AdaptiveLod::from_kept`]),
-    /// replacing what was there atomically (a file beside it, synced, then renamed), and
-    /// whether it was kept: not when a coarser level stood in for a tile that could not be
-    /// read (the file is removed: a later run would inherit the stand-in). Needs frames
-    /// and a tree with pages.
+    /// `path` for later runs (`--page-file`, read back by [`AdaptiveLod::from_kept`]):
+    /// written whole under a temporary name beside it and synced, then renamed over what
+    /// was there, and `kept` returned (what the caller found there: written anew, or
+    /// replaced). Not kept, and what was there left alone, when the build fails, when a
+    /// coarser level stood in for a tile that could not be read (a later run would inherit
+    /// the stand-in: [`KeptPages::NotKept`]) or when the tree has no pages
+    /// ([`KeptPages::NoPages`]: the algorithm then runs without, as without the file).
     pub fn from_tiles_kept(
         tiles: &TiledPyramid,
         options: LodOptions,
         adaptive: AdaptiveOptions,
         path: &Path,
-    ) -> Result<(AdaptiveLod<'static>, bool), TilesBuildError> {
+        kept: KeptPages,
+    ) -> Result<(AdaptiveLod<'static>, KeptPages), TilesBuildError> {
         if adaptive.page_frames == 0 {
             return Err(TilesBuildError::KeptWithoutPages);
         }
         check_indices(tiles, adaptive)?;
         let key = build_key(tiles.terrain(), adaptive)?;
-        // Without pages nothing is written.
-        let (tree, paging) = build_paged(tiles, adaptive, PageTarget::Kept { path, key })?;
-        if paging.is_none() {
-            return Err(TilesBuildError::KeptWithoutPages);
-        }
-        let kept = tiles.stand_ins().is_empty();
-        if !kept {
-            // The loader keeps the file open: its pages stay readable for this run.
-            let _ = std::fs::remove_file(path);
-        }
-        Ok((Self::paged(tree, paging, options, adaptive), kept))
+        let (tree, paging, pending) = build_paged(tiles, adaptive, PageTarget::Kept { path, key })?;
+        let status = match pending {
+            None => KeptPages::NoPages,
+            Some(_) if !tiles.stand_ins().is_empty() => KeptPages::NotKept,
+            Some(pending) => {
+                pending.keep().map_err(PagedBuildError::from)?;
+                kept
+            }
+        };
+        Ok((Self::paged(tree, paging, options, adaptive), status))
     }
 
     /// The algorithm over a tree built or read page by page.
@@ -203,7 +208,7 @@ fn build_paged(
     tiles: &TiledPyramid,
     adaptive: AdaptiveOptions,
     target: PageTarget<'_>,
-) -> Result<(SquareTree, Option<Paging>), TilesBuildError> {
+) -> Result<BuiltOnDisk, TilesBuildError> {
     let source = TilesSource::new(tiles);
     let built = TreeBuilder::new(
         &source,
@@ -219,10 +224,15 @@ fn build_paged(
     Ok(built?)
 }
 
-/// What a kept page file must have been built from: the CRC-32s of the tiles' header and
-/// block index (the block index holds every block's bounds and error, so another import
-/// of the same size has another), the block index's length, the level-0 mapping, the build
-/// tolerance and the page size.
+/// The version of the tree a kept page file holds: raised whenever the build rules change,
+/// so that files of older builds are built again.
+const KEPT_TREE_VERSION: u32 = 1;
+
+/// What a kept page file must have been built from: this builder's version, the CRC-32s
+/// of the tiles' header and block index (every block's bounds and error) and the block
+/// index's length, the time the header was written (each import writes it last, so a
+/// re-import of the same size is another build even where every block's statistics
+/// agree), the level-0 mapping, the build tolerance and the page size.
 fn build_key(terrain: &TiledTerrain, adaptive: AdaptiveOptions) -> Result<BuildKey, KeptFileError> {
     let dir = terrain.dir();
     let read = |name: &str| {
@@ -230,8 +240,21 @@ fn build_key(terrain: &TiledTerrain, adaptive: AdaptiveOptions) -> Result<BuildK
         std::fs::read(&path).map_err(|source| KeptFileError::Read { path, source })
     };
     let (header, blocks) = (read(HEADER_FILE)?, read(BLOCKS_FILE)?);
+    let header_path = dir.join(HEADER_FILE);
+    let written = std::fs::metadata(&header_path)
+        .and_then(|m| m.modified())
+        .map_err(|source| KeptFileError::Read {
+            path: header_path,
+            source,
+        })?
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let mapping = terrain.level_mapping(0);
     let words = [
+        KEPT_TREE_VERSION,
+        written.as_secs() as u32,
+        (written.as_secs() >> 32) as u32,
+        written.subsec_nanos(),
         crc32fast::hash(&header),
         crc32fast::hash(&blocks),
         blocks.len() as u32,
@@ -241,7 +264,7 @@ fn build_key(terrain: &TiledTerrain, adaptive: AdaptiveOptions) -> Result<BuildK
         adaptive.build_tolerance.to_bits(),
         adaptive.page_cells,
     ];
-    let mut key = [0; 32];
+    let mut key = [0; KEY_BYTES];
     for (bytes, word) in key.chunks_exact_mut(4).zip(words) {
         bytes.copy_from_slice(&word.to_le_bytes());
     }
@@ -335,13 +358,15 @@ impl TiledAdaptive {
         } else {
             KeptPages::Written
         };
-        let mut kept = false;
+        let mut status = Some(status);
         let algorithm = Self::build(tiles, options, |pyramid, options, adaptive| {
-            let lod;
-            (lod, kept) = AdaptiveLod::from_tiles_kept(pyramid, options, adaptive, path)?;
+            let found = status.take().expect("one build");
+            let (lod, kept) =
+                AdaptiveLod::from_tiles_kept(pyramid, options, adaptive, path, found)?;
+            status = Some(kept);
             Ok(lod)
         })?;
-        Ok((algorithm, if kept { status } else { KeptPages::NotKept }))
+        Ok((algorithm, status.expect("set by the build")))
     }
 
     /// The algorithm over `tiles`, its vertices listed, built by `lod` from their pyramid.

@@ -257,7 +257,8 @@ impl Drop for PageSpool {
 }
 
 /// Why a kept page file (`--page-file`) could not be used: the build then starts again
-/// and replaces it.
+/// and replaces it, except for a file that is not a kept page file at all
+/// ([`KeptFileError::NotKept`]), which is left alone and refused.
 #[derive(Debug, thiserror::Error)]
 pub enum KeptFileError {
     #[error("{path}: cannot read it: {source}")]
@@ -266,9 +267,14 @@ pub enum KeptFileError {
         #[source]
         source: io::Error,
     },
-    #[error("{path}: not a kept page file of this version")]
-    Format { path: PathBuf },
-    #[error("{path}: built from other tiles or with other options")]
+    #[error(
+        "{path}: not a kept page file (it would be replaced by one): remove it or name \
+         another --page-file"
+    )]
+    NotKept { path: PathBuf },
+    #[error("{path}: a kept page file of another format version")]
+    Version { path: PathBuf },
+    #[error("{path}: built from other tiles, another import or with other options")]
     OtherBuild { path: PathBuf },
     #[error("{path}: damaged: {problem}")]
     Damaged {
@@ -277,18 +283,42 @@ pub enum KeptFileError {
     },
 }
 
-/// What identifies the build a kept file holds: the tiles' header and block index (their
-/// CRC-32s and lengths), the mapping, the build tolerance and page size, as the caller
-/// packs them.
-pub(super) type BuildKey = [u8; 32];
+/// Bytes of a [`BuildKey`].
+pub(super) const KEY_BYTES: usize = 48;
+
+/// What identifies the build a kept file holds (the builder's version, the tiles' header
+/// and block index, the import's time, the mapping, the build tolerance and page size), as
+/// the caller packs them.
+pub(super) type BuildKey = [u8; KEY_BYTES];
 
 const KEPT_MAGIC: &[u8; 8] = b"TLAKEPT\0";
 /// Magic, key, top offset and length, top CRC, pages, table CRC, footer CRC.
-const FOOTER_BYTES: usize = 8 + 32 + 8 + 8 + 4 + 4 + 4 + 4;
+pub(super) const FOOTER_BYTES: usize = 8 + KEY_BYTES + 8 + 8 + 4 + 4 + 4 + 4;
 const TABLE_ENTRY: usize = 16;
 
-/// A kept page file being written: a temporary file beside its path, renamed to it once
-/// the top, the table and the footer follow the pages ([`KeptWriter::finish`]).
+/// A kept page file written whole under a temporary name beside its path
+/// ([`KeptWriter::finish`]), waiting to be renamed to it ([`PendingKept::keep`]) or, if
+/// dropped, removed: so a build that fails, or stands in for a tile, leaves what was at
+/// the path as it was.
+#[derive(Debug)]
+pub(super) struct PendingKept {
+    temp: tempfile::TempPath,
+    path: PathBuf,
+}
+
+impl PendingKept {
+    /// Renames the file to its path, replacing what was there.
+    pub fn keep(self) -> Result<(), PageError> {
+        let path = self.path;
+        self.temp.persist(&path).map_err(|e| PageError::Write {
+            dir: path,
+            source: e.error,
+        })
+    }
+}
+
+/// A kept page file being written: a temporary file beside its path, which the top, the
+/// table and the footer follow ([`KeptWriter::finish`]).
 pub(super) struct KeptWriter {
     file: tempfile::NamedTempFile,
     path: PathBuf,
@@ -312,8 +342,12 @@ impl KeptWriter {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        // Readable by others, as the tiles are (the temporary file's default is private).
+        // Readable by others, as the tiles are (the temporary file's default is private);
+        // named after the file, so one left by a killed run is recognised.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let prefix = format!(".{}.", name.unwrap_or_default());
         let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".partial");
         #[cfg(unix)]
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
         let file = builder.tempfile_in(beside).map_err(write_error)?;
@@ -326,14 +360,14 @@ impl KeptWriter {
     }
 
     /// Appends `top` (the tree's top, [`SquareTree::encode_top`](super::tree)), the page
-    /// table and the footer, syncs the file, renames it to its path (replacing what was
-    /// there) and starts the loader over it.
+    /// table and the footer, syncs the file and starts the loader over it; the file keeps
+    /// its temporary name until [`PendingKept::keep`].
     pub fn finish(
         self,
         top: &[u8],
         key: &BuildKey,
         shape: PageShape,
-    ) -> Result<PageSpool, PageError> {
+    ) -> Result<(PageSpool, PendingKept), PageError> {
         let path = self.path;
         let write_error = |source| PageError::Write {
             dir: path.clone(),
@@ -365,8 +399,9 @@ impl KeptWriter {
             .and_then(|()| out.write_all(&footer))
             .and_then(|()| out.sync_all())
             .map_err(write_error)?;
-        let file = file.persist(&path).map_err(|e| write_error(e.error))?;
-        PageSpool::serve(file, &path, self.table, shape)
+        let (file, temp) = file.into_parts();
+        let spool = PageSpool::serve(file, &path, self.table, shape)?;
+        Ok((spool, PendingKept { temp, path }))
     }
 }
 
@@ -396,37 +431,42 @@ impl OpenedKept {
         };
         let mut file = File::open(path).map_err(read_error)?;
         let len = file.metadata().map_err(read_error)?.len();
-        if len < HEADER_BYTES + FOOTER_BYTES as u64 {
-            return Err(KeptFileError::Format {
+        // A file that does not begin as a page file is not ours to replace.
+        let mut header = [0u8; HEADER_BYTES as usize];
+        if len < HEADER_BYTES || file.read_exact(&mut header).is_err() || &header[..8] != MAGIC {
+            return Err(KeptFileError::NotKept {
                 path: path.to_path_buf(),
             });
         }
-        let mut header = [0u8; HEADER_BYTES as usize];
-        let mut footer = [0u8; FOOTER_BYTES];
-        file.read_exact(&mut header)
-            .and_then(|()| file.seek(SeekFrom::End(-(FOOTER_BYTES as i64))))
-            .and_then(|_| file.read_exact(&mut footer))
-            .map_err(read_error)?;
-        if &header[..8] != MAGIC
-            || header[8..12] != VERSION.to_le_bytes()
-            || &footer[..8] != KEPT_MAGIC
-        {
-            return Err(KeptFileError::Format {
+        if header[8..12] != VERSION.to_le_bytes() {
+            return Err(KeptFileError::Version {
                 path: path.to_path_buf(),
             });
+        }
+        let mut footer = [0u8; FOOTER_BYTES];
+        if len < HEADER_BYTES + FOOTER_BYTES as u64 {
+            return Err(damaged("cut short before its footer"));
+        }
+        file.seek(SeekFrom::End(-(FOOTER_BYTES as i64)))
+            .and_then(|_| file.read_exact(&mut footer))
+            .map_err(read_error)?;
+        if &footer[..8] != KEPT_MAGIC {
+            return Err(damaged("no footer: cut short, or a run's spool"));
         }
         let u64_at = |i: usize| u64::from_le_bytes(footer[i..i + 8].try_into().expect("8 bytes"));
         let u32_at = |i: usize| u32::from_le_bytes(footer[i..i + 4].try_into().expect("4 bytes"));
         if crc32fast::hash(&footer[..FOOTER_BYTES - 4]) != u32_at(FOOTER_BYTES - 4) {
             return Err(damaged("the footer's checksum does not match"));
         }
-        if footer[8..40] != key[..] {
+        let after_key = 8 + KEY_BYTES;
+        if footer[8..after_key] != key[..] {
             return Err(KeptFileError::OtherBuild {
                 path: path.to_path_buf(),
             });
         }
-        let (top_offset, top_len, top_crc) = (u64_at(40), u64_at(48), u32_at(56));
-        let (pages, table_crc) = (u32_at(60) as u64, u32_at(64));
+        let (top_offset, top_len) = (u64_at(after_key), u64_at(after_key + 8));
+        let (top_crc, pages) = (u32_at(after_key + 16), u32_at(after_key + 20) as u64);
+        let table_crc = u32_at(after_key + 24);
         let table_len = pages * TABLE_ENTRY as u64;
         let end = top_offset
             .checked_add(top_len)

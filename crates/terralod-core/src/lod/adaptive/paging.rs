@@ -29,7 +29,8 @@ use super::Deadline;
 use super::EXPIRED;
 use super::detail::DetailError;
 use super::page_file::{
-    BuildKey, KeptFileError, KeptWriter, OpenedKept, PageError, PageShape, PageSpool, Received,
+    BuildKey, KeptFileError, KeptWriter, OpenedKept, PageError, PageShape, PageSpool, PendingKept,
+    Received,
 };
 use super::tree::{
     BuiltPage, LevelShape, MAX_SLOTS, NOT_RESIDENT, PageData, ROOT, Source, Sq, SquareTree,
@@ -220,6 +221,10 @@ fn fitted_frames(
     Ok(frames)
 }
 
+/// What a build on disk gives: the live tree, its paging (`None` without pages), and a
+/// kept file waiting to be kept ([`PageTarget::Kept`]).
+pub(super) type BuiltOnDisk = (SquareTree, Option<Paging>, Option<PendingKept>);
+
 /// Where a build on disk ([`Paging::build_on_disk`]) writes its pages.
 pub(super) enum PageTarget<'p> {
     /// A spool without a name in this folder, gone with the run.
@@ -260,10 +265,10 @@ impl Paging {
         builder: TreeBuilder<'_, S>,
         frames: usize,
         target: PageTarget<'_>,
-    ) -> Result<(SquareTree, Option<Paging>), PagedBuildError> {
+    ) -> Result<BuiltOnDisk, PagedBuildError> {
         let pages = builder.pages();
         if pages == 0 {
-            return Ok((builder.finish(&[]), None));
+            return Ok((builder.finish(&[]), None, None));
         }
         let roots: Vec<Sq> = (0..pages).map(|j| builder.root(j)).collect();
         let levels = builder.levels().to_vec();
@@ -316,18 +321,19 @@ impl Paging {
         }
         let frame_slots = summaries.iter().map(|p| p.slots()).max().unwrap_or(0);
         let live = builder.finish(&summaries);
-        let spool = match (written, target) {
-            (Ok(spool), _) => spool,
+        let (spool, pending) = match (written, target) {
+            (Ok(spool), _) => (spool, None),
             (Err(writer), PageTarget::Kept { key, .. }) => {
                 let mut top = Vec::new();
                 live.encode_top(&mut top);
-                writer.finish(&top, &key, shape)?
+                let (spool, pending) = writer.finish(&top, &key, shape)?;
+                (spool, Some(pending))
             }
             (Err(_), PageTarget::Spool(_)) => unreachable!("a spool is written as a spool"),
         };
         let frames = fitted_frames(&live, &placement, frames, frame_slots)?;
         let (live, paging) = Self::start_on_disk(live, placement, roots, frames, spool, &kept);
-        Ok((live, Some(paging)))
+        Ok((live, Some(paging), pending))
     }
 
     /// [`Paging::start`] over the pages of `spool` with `frames` frames (as long as the
@@ -368,14 +374,16 @@ impl Paging {
             return Err(damaged("its top's page roots and page table disagree"));
         }
         let level = roots[0].level;
-        if roots
-            .iter()
-            .any(|r| r.level != level || !live.levels[level as usize].present(r.ix, r.iz))
-        {
-            return Err(damaged("its page roots are not squares of one level"));
-        }
+        live.check_page_level(level).map_err(damaged)?;
         let placement = Placement::new(&live.levels, &roots, |sq| live.straddles(sq));
         let page_slots: Vec<u32> = live.pages().iter().map(|p| p.slots).collect();
+        // A page holds the squares of its root's subtree, a block of four per square with
+        // children, and pads to a rank word: at most this many slots.
+        let depth = live.levels.len() as u32 - 1 - level;
+        let most = (4u64.saturating_pow(depth) / 3 * 4).saturating_add(64);
+        if page_slots.iter().any(|&slots| u64::from(slots) > most) {
+            return Err(damaged("a page is longer than its levels can fill"));
+        }
         let frame_slots = page_slots.iter().copied().max().unwrap_or(0);
         let frames = match fitted_frames(&live, &placement, frames, frame_slots) {
             Ok(frames) => frames,

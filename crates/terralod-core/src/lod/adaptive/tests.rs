@@ -1987,7 +1987,7 @@ fn a_page_that_cannot_be_built_fails_the_build_on_disk() {
         matches!(refused, PagedBuildError::Tree(DetailError::TooLarge { .. })),
         "{refused}"
     );
-    let (tree, paging) = build(u64::MAX).expect("within the budget");
+    let (tree, paging, _) = build(u64::MAX).expect("within the budget");
     assert!(paging.is_some() && tree.squares() > 1000);
     assert_eq!(std::fs::read_dir(dir.path()).expect("readable").count(), 0);
 }
@@ -2033,10 +2033,7 @@ fn kept_page_files_are_read_back_instead_of_building() {
             } else {
                 KeptPages::Written
             };
-            let (built, is_kept) =
-                AdaptiveLod::from_tiles_kept(&tiles, lod, adaptive, &kept).expect("built");
-            assert!(is_kept);
-            (built, status)
+            AdaptiveLod::from_tiles_kept(&tiles, lod, adaptive, &kept, status).expect("built")
         };
         let (written, status) = build(adaptive);
         assert!(matches!(status, KeptPages::Written), "{case}: {status:?}");
@@ -2064,8 +2061,12 @@ fn kept_page_files_are_read_back_instead_of_building() {
         }
         // A byte of the top changed, the file cut short: built again, the same tree.
         let bytes = std::fs::read(&kept).expect("kept");
-        let footer = bytes.len() - 72;
-        let top = u64::from_le_bytes(bytes[footer + 40..footer + 48].try_into().expect("8"));
+        let footer = bytes.len() - page_file::FOOTER_BYTES;
+        let at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+        let (top, top_len) = (
+            at(footer + 8 + page_file::KEY_BYTES),
+            at(footer + 16 + page_file::KEY_BYTES),
+        );
         let mut flipped = bytes.clone();
         flipped[top as usize + 100] ^= 0x10;
         for (spoilt, expected) in [(flipped, "checksum"), (bytes[..footer].to_vec(), "")] {
@@ -2078,10 +2079,21 @@ fn kept_page_files_are_read_back_instead_of_building() {
             assert!(rebuilt.tree == built, "{case}");
         }
         assert_eq!(std::fs::read(&kept).expect("kept"), bytes, "{case}");
+        // Not a kept page file at all: refused, and left as it is.
+        std::fs::write(&kept, "not pages").expect("writable");
+        let lod = LodOptions::default().with_adaptive(adaptive);
+        let refused = AdaptiveLod::from_kept(&terrain, lod, adaptive, &kept).err();
+        assert!(
+            matches!(
+                refused,
+                Some(TilesBuildError::Kept(KeptFileError::NotKept { .. }))
+            ),
+            "{case}: {refused:?}"
+        );
+        assert_eq!(std::fs::read(&kept).expect("kept"), b"not pages", "{case}");
         // Every page that may leave the pool changed: the top is read back, and the pages
         // are reported as they are read.
         let (_, _, pinned) = on_disk.paging.as_ref().expect("paged").asked();
-        let top_len = u64::from_le_bytes(bytes[footer + 48..footer + 56].try_into().expect("8"));
         let table = &bytes[(top + top_len) as usize..footer];
         let mut paged = bytes.clone();
         for (entry, _) in table.chunks_exact(16).zip(pinned).filter(|(_, p)| !**p) {

@@ -305,7 +305,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     args.stream.refuse_unless_streamed(streamed_dir.is_some())?;
     check_page_file(
         &args.terrain,
-        args.algos.first().map_or("", String::as_str),
+        // One algorithm flies a streamed directory: with several, nothing keeps the file.
+        match args.algos.as_slice() {
+            [one] => one.as_str(),
+            _ => "",
+        },
         args.algorithm.tree_build(),
         args.algorithm.page_file.as_deref(),
     )?;

@@ -171,6 +171,39 @@ impl SquareTree {
     }
 }
 
+impl SquareTree {
+    /// Checks a top read back (by [`SquareTree::decode_top`]) against the page roots'
+    /// `level`, walking it from the root: every square it reaches lies on its level's
+    /// grid, every square with children in the top lies above `level`, and every square
+    /// whose children are a page lies on it. What paging assumes of a top, which a file
+    /// could otherwise contradict.
+    pub fn check_page_level(&self, level: u32) -> Result<(), &'static str> {
+        let mut walk = vec![Sq::ROOT];
+        while let Some(sq) = walk.pop() {
+            if !self.levels[sq.level as usize].present(sq.ix, sq.iz) {
+                return Err("a square of the top lies off its level's grid");
+            }
+            let word = self.rank[(sq.id >> 6) as usize];
+            if (word.bits >> (sq.id & 63)) & 1 == 0 {
+                continue;
+            }
+            if (word.base >= PAGE_ROOTS) != (sq.level == level) {
+                return Err("the top's squares with children are not above the page roots");
+            }
+            if word.base >= PAGE_ROOTS {
+                continue;
+            }
+            let first = self.first_child(sq.id);
+            for k in 0..4 {
+                if !self.records[(first + k) as usize].is_outside() {
+                    walk.push(sq.child(first, k));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The bytes not read yet.
 struct Cursor<'b>(&'b [u8]);
 
@@ -282,6 +315,32 @@ mod tests {
             top.encode_top(&mut bytes);
             assert!(SquareTree::decode_top(&bytes, source.shapes()) == Ok(top));
         }
+    }
+
+    /// What paging assumes of a top read back: squares with children in the top above
+    /// the page roots' level, page roots on it, every square on its level's grid.
+    #[test]
+    fn tops_are_checked_against_the_page_level() {
+        let field = field(false);
+        let pyramid = Pyramid::build(&field);
+        let source = FieldSource::new(&field, &pyramid);
+        let top = top(&source);
+        let level = top
+            .levels
+            .iter()
+            .position(|l| l.size == 8)
+            .expect("8-cell squares");
+        let level = level as u32;
+        assert_eq!(top.check_page_level(level), Ok(()));
+        let wrong = Err("the top's squares with children are not above the page roots");
+        assert_eq!(top.check_page_level(level - 1), wrong);
+        assert_eq!(top.check_page_level(level + 1), wrong);
+        let mut narrow = top.clone();
+        narrow.levels[level as usize].nz -= 1;
+        assert_eq!(
+            narrow.check_page_level(level),
+            Err("a square of the top lies off its level's grid")
+        );
     }
 
     #[test]

@@ -135,7 +135,10 @@ impl AdaptiveLod<'_> {
         let key = build_key(terrain, adaptive)?;
         let opened = match OpenedKept::open(path, &key) {
             Ok(opened) => opened,
-            Err(foreign @ KeptFileError::NotKept { .. }) => return Err(foreign.into()),
+            // Not a page file, or not readable: refused, never replaced unseen.
+            Err(refused @ (KeptFileError::NotKept { .. } | KeptFileError::Read { .. })) => {
+                return Err(refused.into());
+            }
             Err(unusable) => return Ok(Err(unusable)),
         };
         let header = terrain.header();
@@ -150,7 +153,12 @@ impl AdaptiveLod<'_> {
             }
         };
         Ok(
-            match Paging::from_kept(top, opened, adaptive.page_frames as usize) {
+            match Paging::from_kept(
+                top,
+                opened,
+                adaptive.page_frames as usize,
+                adaptive.page_cells,
+            ) {
                 Ok(Ok((tree, paging))) => Ok(Self::paged(tree, Some(paging), options, adaptive)),
                 Ok(Err(frames)) => return Err(frames.into()),
                 Err(unusable) => Err(unusable),

@@ -431,6 +431,9 @@ impl OpenedKept {
         };
         let mut file = File::open(path).map_err(read_error)?;
         let len = file.metadata().map_err(read_error)?.len();
+        if len == 0 {
+            return Err(damaged("empty"));
+        }
         // A file that does not begin as a page file is not ours to replace.
         let mut header = [0u8; HEADER_BYTES as usize];
         if len < HEADER_BYTES || file.read_exact(&mut header).is_err() || &header[..8] != MAGIC {
@@ -451,7 +454,7 @@ impl OpenedKept {
             .and_then(|_| file.read_exact(&mut footer))
             .map_err(read_error)?;
         if &footer[..8] != KEPT_MAGIC {
-            return Err(damaged("no footer: cut short, or a run's spool"));
+            return Err(damaged("no footer: cut short, or of an older format"));
         }
         let u64_at = |i: usize| u64::from_le_bytes(footer[i..i + 8].try_into().expect("8 bytes"));
         let u32_at = |i: usize| u32::from_le_bytes(footer[i..i + 4].try_into().expect("4 bytes"));

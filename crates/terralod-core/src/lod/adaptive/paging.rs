@@ -362,6 +362,7 @@ impl Paging {
         live: SquareTree,
         opened: OpenedKept,
         frames: usize,
+        page_cells: u32,
     ) -> Result<Result<(SquareTree, Paging), PagedBuildError>, KeptFileError> {
         let path = opened.path().to_path_buf();
         let damaged = |problem| KeptFileError::Damaged {
@@ -374,6 +375,9 @@ impl Paging {
             return Err(damaged("its top's page roots and page table disagree"));
         }
         let level = roots[0].level;
+        if live.levels[level as usize].size != page_cells {
+            return Err(damaged("its page roots are not squares of --page-cells"));
+        }
         live.check_page_level(level).map_err(damaged)?;
         let placement = Placement::new(&live.levels, &roots, |sq| live.straddles(sq));
         let page_slots: Vec<u32> = live.pages().iter().map(|p| p.slots).collect();

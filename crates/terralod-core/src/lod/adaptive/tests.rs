@@ -2069,7 +2069,12 @@ fn kept_page_files_are_read_back_instead_of_building() {
         );
         let mut flipped = bytes.clone();
         flipped[top as usize + 100] ^= 0x10;
-        for (spoilt, expected) in [(flipped, "checksum"), (bytes[..footer].to_vec(), "")] {
+        let cut = bytes[..footer].to_vec();
+        for (spoilt, expected) in [
+            (flipped, "checksum"),
+            (cut, "footer"),
+            (Vec::new(), "empty"),
+        ] {
             std::fs::write(&kept, spoilt).expect("writable");
             let (rebuilt, status) = build(adaptive);
             let KeptPages::Replaced(error) = &status else {

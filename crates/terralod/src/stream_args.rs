@@ -203,7 +203,7 @@ pub fn check_page_file(
              directory's tiles with --page-frames N (and without --detail): not for this run"
         );
     }
-    terrain.refuse_as_output(path, [])?;
+    // A folder (the directory itself too) or a missing folder is refused here.
     terralod_core::io::check_destination(path)?;
     // Inside the directory it would sit among the tiles (and could be named after one).
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
@@ -288,6 +288,10 @@ impl StreamedTerrain {
         let tiles = DetailTiles::new(cache, args.detail())
             .with_context(|| format!("adding detail to {}", self.tiled.dir().display()))?;
         if let Some(path) = page_file {
+            // Only algorithm A keeps pages; `check_page_file` refuses the flag elsewhere.
+            if name != "adaptive" {
+                bail!("--page-file keeps algorithm adaptive's pages; {name} has none");
+            }
             let (algorithm, kept) = TiledAdaptive::with_page_file(tiles, options, path)
                 .with_context(|| {
                     format!("building adaptive over {}", self.tiled.dir().display())

@@ -79,7 +79,7 @@ impl AdaptiveLod<'_> {
         options: LodOptions,
         adaptive: AdaptiveOptions,
     ) -> Result<AdaptiveLod<'static>, TilesBuildError> {
-        check_indices(tiles, adaptive)?;
+        check_indices(tiles.terrain(), adaptive)?;
         let source = TilesSource::new(tiles);
         let tree = super::tree::build(
             &source,
@@ -108,7 +108,7 @@ impl AdaptiveLod<'_> {
         if adaptive.page_frames == 0 {
             return Self::from_tiles(tiles, options, adaptive);
         }
-        check_indices(tiles, adaptive)?;
+        check_indices(tiles.terrain(), adaptive)?;
         let (tree, paging, _) = build_paged(tiles, adaptive, PageTarget::Spool(dir))?;
         Ok(Self::paged(tree, paging, options, adaptive))
     }
@@ -128,10 +128,7 @@ impl AdaptiveLod<'_> {
         if adaptive.page_frames == 0 {
             return Err(TilesBuildError::KeptWithoutPages);
         }
-        if !adaptive.list_vertices {
-            let header = terrain.header();
-            crate::lod::check_indices(header.width, header.height)?;
-        }
+        check_indices(terrain, adaptive)?;
         let key = build_key(terrain, adaptive)?;
         let opened = match OpenedKept::open(path, &key) {
             Ok(opened) => opened,
@@ -184,7 +181,7 @@ impl AdaptiveLod<'_> {
         if adaptive.page_frames == 0 {
             return Err(TilesBuildError::KeptWithoutPages);
         }
-        check_indices(tiles, adaptive)?;
+        check_indices(tiles.terrain(), adaptive)?;
         let key = build_key(tiles.terrain(), adaptive)?;
         let (tree, paging, pending) = build_paged(tiles, adaptive, PageTarget::Kept { path, key })?;
         let status = match pending {
@@ -279,10 +276,28 @@ fn build_key(terrain: &TiledTerrain, adaptive: AdaptiveOptions) -> Result<BuildK
     Ok(key)
 }
 
+/// The options of algorithm A over `tiles`: vertices listed (a renderer holding a coarse
+/// level draws them); refused over procedural detail, which the tree does not hold.
+fn listed(
+    tiles: &StreamedSource,
+    options: LodOptions,
+) -> Result<(LodOptions, AdaptiveOptions), BuildError> {
+    if tiles.options().levels > 0 {
+        return Err(TilesBuildError::Detail.into());
+    }
+    let adaptive = options.adaptive.with_list_vertices(true);
+    Ok((options.with_adaptive(adaptive), adaptive))
+}
+
+/// The pyramid of the finest level of `tiles`, without assembling it.
+fn pyramid_of(tiles: &StreamedSource) -> Result<TiledPyramid, BuildError> {
+    Ok(TiledPyramid::build(tiles.inner().terrain()).map_err(TilesBuildError::from)?)
+}
+
 /// Refuses a grid past `u32` indices unless the vertices are listed.
-fn check_indices(tiles: &TiledPyramid, adaptive: AdaptiveOptions) -> Result<(), TilesBuildError> {
+fn check_indices(terrain: &TiledTerrain, adaptive: AdaptiveOptions) -> Result<(), TilesBuildError> {
     if !adaptive.list_vertices {
-        let header = tiles.terrain().header();
+        let header = terrain.header();
         crate::lod::check_indices(header.width, header.height)?;
     }
     Ok(())
@@ -331,77 +346,50 @@ impl TiledAdaptive {
     /// stood in for by the coarser level, reported once by [`LodAlgorithm::take_faults`]
     /// and counted in [`Reads::failed`].
     pub fn new(tiles: StreamedSource, options: LodOptions) -> Result<TiledAdaptive, BuildError> {
-        Self::build(tiles, options, |pyramid, options, adaptive| {
-            let dir = std::env::temp_dir();
-            AdaptiveLod::from_tiles_on_disk(pyramid, options, adaptive, &dir)
-        })
+        let (options, adaptive) = listed(&tiles, options)?;
+        let pyramid = pyramid_of(&tiles)?;
+        let dir = std::env::temp_dir();
+        let lod = AdaptiveLod::from_tiles_on_disk(&pyramid, options, adaptive, &dir)?;
+        Ok(TiledAdaptive::over(lod, tiles, pyramid.stand_ins()))
     }
 
-    /// [`TiledAdaptive::new`] with its pages in a file kept at `path` for later runs
-    /// ([`AdaptiveLod::from_tiles_kept`]), and what became of that file.
+    /// [`TiledAdaptive::new`] with its pages in a file kept at `path` for later runs: read
+    /// back from it when it holds this build ([`AdaptiveLod::from_kept`], no tile read),
+    /// else built and kept there ([`AdaptiveLod::from_tiles_kept`]); and what became of
+    /// the file.
     pub fn with_page_file(
         tiles: StreamedSource,
         options: LodOptions,
         path: &Path,
     ) -> Result<(TiledAdaptive, KeptPages), BuildError> {
-        let status = if path.exists() {
-            if tiles.options().levels > 0 {
-                return Err(TilesBuildError::Detail.into());
-            }
-            let adaptive = options.adaptive.with_list_vertices(true);
-            let options = options.with_adaptive(adaptive);
-            let terrain = tiles.inner().terrain();
-            match AdaptiveLod::from_kept(terrain, options, adaptive, path)? {
+        let (options, adaptive) = listed(&tiles, options)?;
+        let found = if path.exists() {
+            match AdaptiveLod::from_kept(tiles.inner().terrain(), options, adaptive, path)? {
                 Ok(lod) => {
-                    let algorithm = TiledAdaptive {
-                        lod,
-                        tiles,
-                        stood_in: 0,
-                        unreported: Vec::new(),
-                    };
-                    return Ok((algorithm, KeptPages::Reused));
+                    return Ok((
+                        TiledAdaptive::over(lod, tiles, Vec::new()),
+                        KeptPages::Reused,
+                    ));
                 }
                 Err(unusable) => KeptPages::Replaced(unusable),
             }
         } else {
             KeptPages::Written
         };
-        let mut status = Some(status);
-        let algorithm = Self::build(tiles, options, |pyramid, options, adaptive| {
-            let found = status.take().expect("one build");
-            let (lod, kept) =
-                AdaptiveLod::from_tiles_kept(pyramid, options, adaptive, path, found)?;
-            status = Some(kept);
-            Ok(lod)
-        })?;
-        Ok((algorithm, status.expect("set by the build")))
+        let pyramid = pyramid_of(&tiles)?;
+        let (lod, kept) = AdaptiveLod::from_tiles_kept(&pyramid, options, adaptive, path, found)?;
+        Ok((TiledAdaptive::over(lod, tiles, pyramid.stand_ins()), kept))
     }
 
-    /// The algorithm over `tiles`, its vertices listed, built by `lod` from their pyramid.
-    fn build(
-        tiles: StreamedSource,
-        options: LodOptions,
-        lod: impl FnOnce(
-            &TiledPyramid,
-            LodOptions,
-            AdaptiveOptions,
-        ) -> Result<AdaptiveLod<'static>, TilesBuildError>,
-    ) -> Result<TiledAdaptive, BuildError> {
-        if tiles.options().levels > 0 {
-            return Err(TilesBuildError::Detail.into());
-        }
-        let pyramid =
-            TiledPyramid::build(tiles.inner().terrain()).map_err(TilesBuildError::from)?;
-        let adaptive = options.adaptive.with_list_vertices(true);
-        let options = options.with_adaptive(adaptive);
-        let lod = lod(&pyramid, options, adaptive)?;
-        let unreported = pyramid.stand_ins();
-        Ok(TiledAdaptive {
+    /// The algorithm `lod` beside `tiles`, reporting the tiles stood in for while it was
+    /// built.
+    fn over(lod: AdaptiveLod<'static>, tiles: StreamedSource, stood_in: Vec<StandIn>) -> Self {
+        TiledAdaptive {
             lod,
             tiles,
-            stood_in: unreported.len(),
-            unreported,
-        })
+            stood_in: stood_in.len(),
+            unreported: stood_in,
+        }
     }
 
     /// The algorithm itself.

@@ -281,6 +281,12 @@ pub enum KeptFileError {
         path: PathBuf,
         problem: &'static str,
     },
+    #[error("{path}: cannot serve its pages: {source}")]
+    Serve {
+        path: PathBuf,
+        #[source]
+        source: Box<PageError>,
+    },
 }
 
 /// Bytes of a [`BuildKey`].
@@ -538,12 +544,11 @@ impl OpenedKept {
             }
             next += len;
         }
-        PageSpool::serve(self.file, &self.path, self.table, shape).map_err(|e| match e {
-            PageError::Write { source, .. } | PageError::Spawn(source) => KeptFileError::Read {
+        PageSpool::serve(self.file, &self.path, self.table, shape).map_err(|source| {
+            KeptFileError::Serve {
                 path: self.path.clone(),
-                source,
-            },
-            _ => unreachable!("serving fails only to clone the file or start the loader"),
+                source: Box::new(source),
+            }
         })
     }
 }

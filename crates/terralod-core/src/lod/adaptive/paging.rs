@@ -225,6 +225,12 @@ fn fitted_frames(
 /// kept file waiting to be kept ([`PageTarget::Kept`]).
 pub(super) type BuiltOnDisk = (SquareTree, Option<Paging>, Option<PendingKept>);
 
+/// The pages of a build on disk, as written: a spool, or a kept file still to finish.
+enum Written {
+    Spool(PageSpool),
+    Kept(KeptWriter, BuildKey),
+}
+
 /// Where a build on disk ([`Paging::build_on_disk`]) writes its pages.
 pub(super) enum PageTarget<'p> {
     /// A spool without a name in this folder, gone with the run.
@@ -283,6 +289,9 @@ impl Paging {
         let mut summaries = Vec::with_capacity(pages);
         let mut kept = Vec::new();
         let mut failure = None;
+        // A kept file holds every page (a later run reads its pinned ones there); a
+        // spool leaves the pinned ones out, since they never leave the frames.
+        let file_holds_pinned = matches!(target, PageTarget::Kept { .. });
         let page = |j: usize| -> Option<PageData> {
             if built.is_empty() && failure.is_none() {
                 let next = j..(j + batch).min(pages);
@@ -297,23 +306,22 @@ impl Paging {
             }
             let BuiltPage { data, summary } = built.pop_front()?;
             summaries.push(summary);
-            match (placement.pinned[j], &target) {
-                // A kept file holds every page: a later run reads its pinned ones there.
-                (true, PageTarget::Kept { .. }) => {
+            match (placement.pinned[j], file_holds_pinned) {
+                (true, true) => {
                     kept.push((j, data.clone()));
                     Some(data)
                 }
-                (true, PageTarget::Spool(_)) => {
+                (true, false) => {
                     kept.push((j, data));
                     None
                 }
                 (false, _) => Some(data),
             }
         };
-        let written = match &target {
-            PageTarget::Spool(dir) => Ok(PageSpool::write(dir, pages, page, shape)?),
-            PageTarget::Kept { path, .. } => {
-                Err(KeptWriter::write(path, pages, page, shape.floats)?)
+        let written = match target {
+            PageTarget::Spool(dir) => Written::Spool(PageSpool::write(dir, pages, page, shape)?),
+            PageTarget::Kept { path, key } => {
+                Written::Kept(KeptWriter::write(path, pages, page, shape.floats)?, key)
             }
         };
         if let Some(e) = failure {
@@ -321,32 +329,31 @@ impl Paging {
         }
         let frame_slots = summaries.iter().map(|p| p.slots()).max().unwrap_or(0);
         let live = builder.finish(&summaries);
-        let (spool, pending) = match (written, target) {
-            (Ok(spool), _) => (spool, None),
-            (Err(writer), PageTarget::Kept { key, .. }) => {
+        let (spool, pending) = match written {
+            Written::Spool(spool) => (spool, None),
+            Written::Kept(writer, key) => {
                 let mut top = Vec::new();
                 live.encode_top(&mut top);
                 let (spool, pending) = writer.finish(&top, &key, shape)?;
                 (spool, Some(pending))
             }
-            (Err(_), PageTarget::Spool(_)) => unreachable!("a spool is written as a spool"),
         };
         let frames = fitted_frames(&live, &placement, frames, frame_slots)?;
-        let (live, paging) = Self::start_on_disk(live, placement, roots, frames, spool, &kept);
+        let (live, paging) =
+            Self::start_on_disk(live, placement, roots, (frames, frame_slots), spool, &kept);
         Ok((live, Some(paging), pending))
     }
 
-    /// [`Paging::start`] over the pages of `spool` with `frames` frames (as long as the
-    /// longest page) grown after the top `live`.
+    /// [`Paging::start`] over the pages of `spool` with `frames` frames of `frame_slots`
+    /// slots (as long as the longest page) grown after the top `live`.
     fn start_on_disk(
         mut live: SquareTree,
         placement: Placement,
         roots: Vec<Sq>,
-        frames: usize,
+        (frames, frame_slots): (usize, u32),
         spool: PageSpool,
         kept: &[(usize, PageData)],
     ) -> (SquareTree, Paging) {
-        let frame_slots = live.pages().iter().map(|p| p.slots).max().unwrap_or(0);
         live.grow(frames * frame_slots as usize);
         let store = Store::Disk(spool);
         let paging = Paging::start(&mut live, placement, roots, frames, store, kept);
@@ -395,7 +402,7 @@ impl Paging {
         };
         let shape = PageShape {
             floats: live.float_heights(),
-            depth: (live.levels.len() - 1) as u32 - placement.level,
+            depth,
         };
         let mut spool = opened.serve(&page_slots, shape)?;
         let pinned: Vec<usize> = (0..pages).filter(|&j| placement.pinned[j]).collect();
@@ -414,6 +421,7 @@ impl Paging {
                 }
             }
         }
+        let frames = (frames, frame_slots);
         Ok(Ok(Self::start_on_disk(
             live, placement, roots, frames, spool, &kept,
         )))

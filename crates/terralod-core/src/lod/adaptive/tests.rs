@@ -1969,8 +1969,9 @@ fn fly_alike(a: &mut AdaptiveLod<'_>, b: &mut AdaptiveLod<'_>, field: &Heightfie
 }
 
 /// A page whose build fails (here: over the build's budget) fails the build on disk,
-/// after the top was built and while pages were being written; a build within the
-/// budget gives the pages of the tree built whole.
+/// after the top was built and while pages were being written, leaving nothing: no spool,
+/// and a kept file's path as it was, without the temporary file beside it; a build within
+/// the budget gives the pages of the tree built whole.
 #[test]
 fn a_page_that_cannot_be_built_fails_the_build_on_disk() {
     let field = stepped_field(129, 129, 2);
@@ -1990,6 +1991,22 @@ fn a_page_that_cannot_be_built_fails_the_build_on_disk() {
     let (tree, paging, _) = build(u64::MAX).expect("within the budget");
     assert!(paging.is_some() && tree.squares() > 1000);
     assert_eq!(std::fs::read_dir(dir.path()).expect("readable").count(), 0);
+    let kept = dir.path().join("pages.tlap");
+    std::fs::write(&kept, "what was there").expect("writable");
+    let builder = tree::TreeBuilder::new(&source, 0.0, 64, tree::Budget { limit: 8 << 10 })
+        .expect("the top fits");
+    let key = [7; page_file::KEY_BYTES];
+    let target = paging::PageTarget::Kept { path: &kept, key };
+    let refused = paging::Paging::build_on_disk(builder, 9, target).err();
+    assert!(
+        matches!(
+            refused,
+            Some(PagedBuildError::Tree(DetailError::TooLarge { .. }))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(std::fs::read(&kept).expect("left"), b"what was there");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("readable").count(), 1);
 }
 
 /// A page file kept at a path (`--page-file`) is read back by the next build of the same

@@ -676,6 +676,7 @@ fn fly(
     } else {
         (0.0, 0)
     };
+    let reads = algorithm.reads();
     Ok(AlgorithmRun {
         algorithm: entry.name.to_string(),
         build_ms: build_ms + pyramid_ms,
@@ -690,9 +691,9 @@ fn fly(
         measured_frames,
         defective_frames: defective,
         held_back_frames: frames.iter().filter(|f| f.held_back > 0).count(),
-        read_failures: algorithm.reads().failed,
-        reads_loaded: algorithm.reads().loaded,
-        read_bytes: algorithm.reads().bytes_read,
+        read_failures: reads.failed,
+        reads_loaded: reads.loaded,
+        read_bytes: reads.bytes_read,
         nearest_held_back_median_m: median_nearest_held_back(&frames),
         popping_px: popping_max,
         popping_p99_px: popping_p99,

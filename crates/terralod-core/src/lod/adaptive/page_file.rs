@@ -17,7 +17,7 @@
 //! page's first slot.
 
 use super::records::SquareRecord;
-use super::tree::{OUTSIDE, PageData, RankWord, VertexHeights, WORD};
+use super::tree::{PageData, RankWord, VertexHeights, WORD, check_blocks};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -725,44 +725,14 @@ impl Reader {
 /// block lies deeper than `shape.depth` levels below the root.
 fn decode(bytes: &[u8], slots: usize, shape: PageShape) -> Result<PageData, &'static str> {
     let page = decode_slots(bytes, slots, shape.floats)?;
-    let (rank, parents) = (&page.rank, &page.parents);
-    // Levels below the root of each block (0: unused), from its parent's.
-    let mut depth = vec![0u32; parents.len()];
-    for (b, &parent) in parents.iter().enumerate() {
-        depth[b] = match parent {
-            OUTSIDE => u32::from(b == 0),
-            _ if b == 0 => return Err("the first block's parent is not the root"),
-            p if (p as usize) < 4 * b => depth[p as usize / 4] + 1,
-            _ => return Err("a block's parent does not come before it"),
-        };
-        if depth[b] > shape.depth {
-            return Err("the page is deeper than the tree's levels");
-        }
-    }
-    for (w, word) in rank.iter().enumerate() {
-        if word.bits == 0 {
-            continue;
-        }
-        let base = word.base as usize;
-        let children = 4 * word.bits.count_ones() as usize;
-        if !base.is_multiple_of(4) || base + children > slots {
-            return Err("a rank word's children lie outside the page");
-        }
-        let mut bits = word.bits;
-        for &parent in &parents[base / 4..(base + children) / 4] {
-            let square = w * WORD + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if parent as usize != square {
-                return Err("a rank word and the blocks' parents disagree");
-            }
-        }
-    }
+    check_blocks(&page.rank, &page.parents, 1, shape.depth, 0)?;
     Ok(page)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lod::adaptive::tree::OUTSIDE;
 
     /// A page of two levels: the root's block (slot 0 with children), its children's
     /// block, padded to a rank word.
@@ -807,7 +777,7 @@ mod tests {
         let cases: [(Spoil, &str); 7] = [
             (
                 |p| p.parents[0] = 0,
-                "the first block's parent is not the root",
+                "the first block's parent is not outside the subtree",
             ),
             (
                 |p| p.parents[1] = 9,
@@ -826,7 +796,7 @@ mod tests {
             ),
             (
                 |p| p.rank[0].base = WORD as u32,
-                "a rank word's children lie outside the page",
+                "a rank word's children lie outside the subtree",
             ),
             (
                 |p| p.parents[1] = 1,
@@ -840,7 +810,7 @@ mod tests {
                     };
                     p.parents[2] = 4;
                 },
-                "the page is deeper than the tree's levels",
+                "a block lies deeper than the tree's levels",
             ),
             (
                 |p| {

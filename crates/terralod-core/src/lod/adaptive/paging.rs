@@ -376,16 +376,15 @@ impl Paging {
             path: path.clone(),
             problem,
         };
-        let roots = live.page_roots();
+        let Some(level) = live.levels.iter().position(|l| l.size == page_cells) else {
+            return Err(damaged("its levels have no squares of --page-cells"));
+        };
+        let level = level as u32;
+        let roots = live.page_roots_on(level).map_err(damaged)?;
         let pages = live.pages().len();
         if roots.len() != pages || pages == 0 {
             return Err(damaged("its top's page roots and page table disagree"));
         }
-        let level = roots[0].level;
-        if live.levels[level as usize].size != page_cells {
-            return Err(damaged("its page roots are not squares of --page-cells"));
-        }
-        live.check_page_level(level).map_err(damaged)?;
         let placement = Placement::new(&live.levels, &roots, |sq| live.straddles(sq));
         let page_slots: Vec<u32> = live.pages().iter().map(|p| p.slots).collect();
         // A page holds the squares of its root's subtree, a block of four per square with

@@ -224,6 +224,77 @@ pub(super) const WORD: usize = 64;
 /// Marks the base of a word of page roots; pools are smaller than this many slots.
 const PAGE_ROOTS: u32 = 1 << 31;
 
+/// That the blocks of a run of slots (a page, or the top) form a tree, so that no walk of
+/// it can loop, go deeper than the levels or leave it: the first block's parent lies
+/// outside the run ([`OUTSIDE`]) and it lies `first_depth` levels below the run's root (a
+/// page's first block holds its root's children: 1; the top's holds the root: 0); every
+/// other block's parent comes before it, and no block lies deeper than `deepest`; every
+/// rank word's children lie in the run and point back to their squares or, in a word of
+/// page roots (the top's), are the next entries of a page table of `pages`, all used.
+pub(super) fn check_blocks(
+    rank: &[RankWord],
+    parents: &[u32],
+    first_depth: u32,
+    deepest: u32,
+    pages: usize,
+) -> Result<(), &'static str> {
+    let slots = parents.len() * 4;
+    // Levels below the run's root of each block (0: unused), from its parent's.
+    let mut depth = vec![0u32; parents.len()];
+    for (b, &parent) in parents.iter().enumerate() {
+        depth[b] = match parent {
+            OUTSIDE if b == 0 => first_depth,
+            OUTSIDE => 0,
+            _ if b == 0 => return Err("the first block's parent is not outside the subtree"),
+            p if (p as usize) < 4 * b => depth[p as usize / 4] + 1,
+            _ => return Err("a block's parent does not come before it"),
+        };
+        if depth[b] > deepest {
+            return Err("a block lies deeper than the tree's levels");
+        }
+    }
+    let mut next_page = 0usize;
+    for (w, word) in rank.iter().enumerate() {
+        if word.bits == 0 {
+            continue;
+        }
+        let children = word.bits.count_ones() as usize;
+        if word.base >= PAGE_ROOTS {
+            if (word.base - PAGE_ROOTS) as usize != next_page || next_page + children > pages {
+                return Err("the page roots are not numbered in order");
+            }
+            next_page += children;
+            continue;
+        }
+        let base = word.base as usize;
+        if !base.is_multiple_of(4) || base + 4 * children > slots {
+            return Err("a rank word's children lie outside the subtree");
+        }
+        let mut bits = word.bits;
+        for &parent in &parents[base / 4..base / 4 + children] {
+            let square = w * WORD + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if parent as usize != square {
+                return Err("a rank word and the blocks' parents disagree");
+            }
+        }
+    }
+    if next_page != pages {
+        return Err("the page table has pages no root leads to");
+    }
+    Ok(())
+}
+
+/// What lies below a square of the top ([`SquareTree::walk_top`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Below {
+    Nothing,
+    /// Children in the top.
+    Children,
+    /// A page.
+    Page,
+}
+
 /// The first slot of a page that is not in the pool.
 pub(super) const NOT_RESIDENT: u32 = u32::MAX;
 
@@ -732,26 +803,38 @@ impl SquareTree {
 
     /// The page roots, in the page table's order.
     pub fn page_roots(&self) -> Vec<Sq> {
+        let Ok(roots) = self.walk_top(|_, _| Ok::<(), std::convert::Infallible>(()));
+        roots
+    }
+
+    /// Walks the top from the root down to the page roots, calling `visit` with every
+    /// square reached and what is below it; returns the page roots in the page table's
+    /// order, or what `visit` refused.
+    pub fn walk_top<E>(
+        &self,
+        mut visit: impl FnMut(Sq, Below) -> Result<(), E>,
+    ) -> Result<Vec<Sq>, E> {
         let mut roots = Vec::with_capacity(self.pages.len());
         let mut walk = vec![Sq::ROOT];
         while let Some(sq) = walk.pop() {
             let word = self.rank[(sq.id >> 6) as usize];
             if (word.bits >> (sq.id & 63)) & 1 == 0 {
-                continue;
-            }
-            if word.base >= PAGE_ROOTS {
+                visit(sq, Below::Nothing)?;
+            } else if word.base >= PAGE_ROOTS {
+                visit(sq, Below::Page)?;
                 roots.push((page_index(word, sq.id), sq));
-                continue;
-            }
-            let first = self.first_child(sq.id);
-            for k in 0..4 {
-                if !self.records[(first + k) as usize].is_outside() {
-                    walk.push(sq.child(first, k));
+            } else {
+                visit(sq, Below::Children)?;
+                let first = self.first_child(sq.id);
+                for k in 0..4 {
+                    if !self.records[(first + k) as usize].is_outside() {
+                        walk.push(sq.child(first, k));
+                    }
                 }
             }
         }
         roots.sort_by_key(|&(j, _)| j);
-        roots.into_iter().map(|(_, sq)| sq).collect()
+        Ok(roots.into_iter().map(|(_, sq)| sq).collect())
     }
 
     /// Number of pool slots (squares plus the slots of children beyond the data).

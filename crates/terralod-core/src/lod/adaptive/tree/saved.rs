@@ -113,7 +113,7 @@ impl SquareTree {
         {
             return Err("a page's length is not a whole number of rank words");
         }
-        check_blocks(&rank, &parents, pages, levels.len())?;
+        check_blocks(&rank, &parents, 0, levels.len() as u32 - 1, pages)?;
         let mut tables = Vec::with_capacity(2 * levels.len());
         for t in 0..2 * levels.len() {
             let count = u32::from_le_bytes(bytes.take(4)?.try_into().expect("4 bytes")) as usize;
@@ -172,35 +172,26 @@ impl SquareTree {
 }
 
 impl SquareTree {
-    /// Checks a top read back (by [`SquareTree::decode_top`]) against the page roots'
-    /// `level`, walking it from the root: every square it reaches lies on its level's
-    /// grid, every square with children in the top lies above `level`, and every square
-    /// whose children are a page lies on it. What paging assumes of a top, which a file
-    /// could otherwise contradict.
-    pub fn check_page_level(&self, level: u32) -> Result<(), &'static str> {
-        let mut walk = vec![Sq::ROOT];
-        while let Some(sq) = walk.pop() {
+    /// The page roots of a top read back (by [`SquareTree::decode_top`]), in the page
+    /// table's order, found by a walk from the root that checks what paging assumes of a
+    /// top and a file could contradict: every square reached lies on its level's grid,
+    /// every square with children in the top lies above `level` (the page roots' level),
+    /// every square whose children are a page lies on it.
+    pub fn page_roots_on(&self, level: u32) -> Result<Vec<Sq>, &'static str> {
+        self.walk_top(|sq, below| {
             if !self.levels[sq.level as usize].present(sq.ix, sq.iz) {
                 return Err("a square of the top lies off its level's grid");
             }
-            let word = self.rank[(sq.id >> 6) as usize];
-            if (word.bits >> (sq.id & 63)) & 1 == 0 {
-                continue;
-            }
-            if (word.base >= PAGE_ROOTS) != (sq.level == level) {
+            let misplaced = match below {
+                Below::Nothing => false,
+                Below::Children => sq.level >= level,
+                Below::Page => sq.level != level,
+            };
+            if misplaced {
                 return Err("the top's squares with children are not above the page roots");
             }
-            if word.base >= PAGE_ROOTS {
-                continue;
-            }
-            let first = self.first_child(sq.id);
-            for k in 0..4 {
-                if !self.records[(first + k) as usize].is_outside() {
-                    walk.push(sq.child(first, k));
-                }
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
@@ -220,62 +211,6 @@ impl<'b> Cursor<'b> {
     fn left(&self) -> usize {
         self.0.len()
     }
-}
-
-/// The tree check of [`SquareTree::decode_top`]: the root block first (its parent
-/// [`OUTSIDE`]), every other block's parent before it, every rank word's children in
-/// blocks after it that point back to their squares (or, in a word of page roots, the
-/// next entries of the page table, all `pages` of them used), no block deeper than
-/// `levels`.
-fn check_blocks(
-    rank: &[RankWord],
-    parents: &[u32],
-    pages: usize,
-    levels: usize,
-) -> Result<(), &'static str> {
-    let slots = parents.len() * 4;
-    let mut depth = vec![0u32; parents.len()];
-    for (b, &parent) in parents.iter().enumerate() {
-        depth[b] = match parent {
-            OUTSIDE => 0,
-            _ if b == 0 => return Err("the first block's parent is not outside the tree"),
-            p if (p as usize) < 4 * b => depth[p as usize / 4] + 1,
-            _ => return Err("a block's parent does not come before it"),
-        };
-        if depth[b] as usize >= levels {
-            return Err("the top is deeper than the terrain's levels");
-        }
-    }
-    let mut next_page = 0usize;
-    for (w, word) in rank.iter().enumerate() {
-        if word.bits == 0 {
-            continue;
-        }
-        let children = word.bits.count_ones() as usize;
-        if word.base >= PAGE_ROOTS {
-            if (word.base - PAGE_ROOTS) as usize != next_page || next_page + children > pages {
-                return Err("the page roots are not numbered in order");
-            }
-            next_page += children;
-            continue;
-        }
-        let base = word.base as usize;
-        if !base.is_multiple_of(4) || base + 4 * children > slots {
-            return Err("a rank word's children lie outside the top");
-        }
-        let mut bits = word.bits;
-        for &parent in &parents[base / 4..base / 4 + children] {
-            let square = w * WORD + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if parent as usize != square {
-                return Err("a rank word and the blocks' parents disagree");
-            }
-        }
-    }
-    if next_page != pages {
-        return Err("the page table has pages no root leads to");
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -331,14 +266,14 @@ mod tests {
             .position(|l| l.size == 8)
             .expect("8-cell squares");
         let level = level as u32;
-        assert_eq!(top.check_page_level(level), Ok(()));
+        assert_eq!(top.page_roots_on(level), Ok(top.page_roots()));
         let wrong = Err("the top's squares with children are not above the page roots");
-        assert_eq!(top.check_page_level(level - 1), wrong);
-        assert_eq!(top.check_page_level(level + 1), wrong);
+        assert_eq!(top.page_roots_on(level - 1), wrong);
+        assert_eq!(top.page_roots_on(level + 1), wrong);
         let mut narrow = top.clone();
         narrow.levels[level as usize].nz -= 1;
         assert_eq!(
-            narrow.check_page_level(level),
+            narrow.page_roots_on(level),
             Err("a square of the top lies off its level's grid")
         );
     }
@@ -363,7 +298,7 @@ mod tests {
         let cases: Vec<(Spoil, &str)> = vec![
             (
                 Box::new(|t| t.parents[0] = 0),
-                "the first block's parent is not outside the tree",
+                "the first block's parent is not outside the subtree",
             ),
             (
                 Box::new(|t| t.parents[1] = 40),
@@ -371,7 +306,7 @@ mod tests {
             ),
             (
                 Box::new(move |t| t.rank[child_word].base = t.slots() as u32),
-                "a rank word's children lie outside the top",
+                "a rank word's children lie outside the subtree",
             ),
             (
                 Box::new(move |t| t.rank[child_word].base += 4),

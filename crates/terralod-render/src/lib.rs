@@ -13,6 +13,7 @@
 mod buffers;
 pub mod context;
 pub mod lines;
+mod morph_list;
 mod normals;
 mod slots;
 pub mod target;

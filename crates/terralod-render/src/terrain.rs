@@ -4,13 +4,14 @@
 use crate::buffers::GrowingBuffer;
 use crate::context::GpuContext;
 use crate::lines::{DebugLines, LineVertex};
+use crate::morph_list::MorphList;
 use crate::slots::GpuSlots;
 use crate::{RenderError, normals};
 use bytemuck::Zeroable as _;
 use glam::{Mat4, Vec3};
 use std::ops::Range;
 use terralod_core::heightfield::{Heightfield, level_side};
-use terralod_core::lod::{MorphedHeight, PatchInstance, PatchMorph, Selection};
+use terralod_core::lod::{PatchInstance, PatchMorph, Selection};
 use terralod_core::{Camera, Containment};
 use wgpu::util::DeviceExt;
 
@@ -179,7 +180,8 @@ pub struct TerrainRenderer {
     /// With `DrawList::Patches`: per shared index buffer in use, its index range in the
     /// concatenated buffer and its instance range.
     patch_draws: Vec<(Range<u32>, Range<u32>)>,
-    scratch_morphs: Vec<[u32; 2]>,
+    /// A triangle selection's morphs, sorted by vertex for the shader's bisection.
+    morph_list: MorphList,
     scratch_listed: Vec<[u32; 3]>,
     /// The last `prepare` drew a listed selection.
     listed: bool,
@@ -344,7 +346,7 @@ impl TerrainRenderer {
             scratch_patches: Vec::new(),
             scratch_counts: Vec::new(),
             patch_draws: Vec::new(),
-            scratch_morphs: Vec::new(),
+            morph_list: MorphList::default(),
             scratch_listed: Vec::new(),
             listed: false,
             draw: DrawList::Nothing,
@@ -415,29 +417,21 @@ impl TerrainRenderer {
                     .indices
                     .write(device, queue, bytemuck::cast_slice(indices));
                 bytes += std::mem::size_of_val(indices) as u64;
-                self.scratch_morphs.clear();
-                self.scratch_morphs.extend(
-                    morphs
-                        .iter()
-                        .map(|m: &MorphedHeight| [m.vertex, m.height.to_bits()]),
-                );
-                self.scratch_morphs.sort_unstable_by_key(|m| m[0]);
-                self.scratch_morphs.dedup_by_key(|m| m[0]);
-                if !self.scratch_morphs.is_empty() {
-                    rebind |= self.morphs.write(
-                        device,
-                        queue,
-                        bytemuck::cast_slice(&self.scratch_morphs),
-                    );
-                    bytes += (self.scratch_morphs.len() * 8) as u64;
+                let sorted = self.morph_list.sort(morphs);
+                if !sorted.is_empty() {
+                    rebind |= self
+                        .morphs
+                        .write(device, queue, bytemuck::cast_slice(sorted));
+                    bytes += std::mem::size_of_val(sorted) as u64;
                 }
+                let morph_count = sorted.len();
                 self.draw = DrawList::Triangles {
                     index_count: indices.len() as u32,
                 };
                 (
                     (vertices.stride, vertices.rows, vertices.shift),
                     0,
-                    self.scratch_morphs.len(),
+                    morph_count,
                 )
             }
             Selection::Listed {

@@ -136,6 +136,11 @@ pub fn default_to_streaming(algo: &mut Option<String>, terrain: &TerrainArgs, st
 /// this many samples is assembled in memory (16 MB of `f32` at most).
 const PLAN_SAMPLES: u64 = 1 << 22;
 
+/// Prints a note of [`StreamedTerrain::algorithm`] on stderr.
+pub fn to_stderr(line: &str) {
+    eprintln!("{line}");
+}
+
 /// Whether registered algorithm `algorithm` streams an imported directory's tiles through
 /// the tile cache (the others load its finest level, or build from its tiles: see
 /// [`streams`]).
@@ -273,13 +278,15 @@ impl StreamedTerrain {
     }
 
     /// Streaming algorithm `name` (see [`is_streaming`]) over a new tile cache of this
-    /// directory.
+    /// directory. What became of a page file goes to `note`, a line at a time (the viewer
+    /// prints it around its spinner).
     pub fn algorithm(
         &self,
         name: &str,
         args: &StreamArgs,
         options: LodOptions,
         page_file: Option<&Path>,
+        note: &dyn Fn(&str),
     ) -> anyhow::Result<ReportingStream> {
         let cache = TileCache::new(self.tiled.clone(), args.cache_bytes(), args.loaders())
             .with_context(|| {
@@ -297,21 +304,21 @@ impl StreamedTerrain {
                     format!("building adaptive over {}", self.tiled.dir().display())
                 })?;
             let path = path.display();
-            match kept {
-                KeptPages::Reused => eprintln!("{path}: algorithm adaptive's tree read back"),
-                KeptPages::Written => eprintln!("{path}: algorithm adaptive's tree kept"),
+            note(&match kept {
+                KeptPages::Reused => format!("{path}: algorithm adaptive's tree read back"),
+                KeptPages::Written => format!("{path}: algorithm adaptive's tree kept"),
                 KeptPages::Replaced(why) => {
-                    eprintln!("warning: {why}: algorithm adaptive's tree built again and kept");
+                    format!("warning: {why}: algorithm adaptive's tree built again and kept")
                 }
-                KeptPages::NotKept => eprintln!(
+                KeptPages::NotKept => format!(
                     "warning: {path}: not kept (left as it was): a coarser level stood in for \
                      tiles that could not be read, which a later run would inherit"
                 ),
-                KeptPages::NoPages => eprintln!(
+                KeptPages::NoPages => format!(
                     "warning: {path}: not kept: algorithm adaptive's tree has no pages \
                      (no square of --page-cells has children below it)"
                 ),
-            }
+            });
             return Ok(ReportingStream(Box::new(algorithm)));
         }
         match lod::find(name).and_then(|entry| entry.stream) {

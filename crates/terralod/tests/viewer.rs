@@ -317,10 +317,13 @@ fn the_viewer_pages_adaptive_over_an_imported_directory() {
     let tiles = imported(dir.path());
     let shot = dir.path().join("shot.png");
     let shot_text = shot.to_str().expect("a UTF-8 temporary path");
+    let kept = dir.path().join("kept.tlap");
+    let kept_text = kept.to_str().expect("a UTF-8 temporary path");
     let args = |paged: bool| {
         let mut args = vec!["view", &tiles, "--algo", "adaptive"];
         if paged {
             args.extend(["--page-frames", "12", "--page-cells", "32"]);
+            args.extend(["--page-file", kept_text]);
         }
         // Below the terrain's 66,049 samples: loading would be refused.
         args.extend(["--max-samples", "1000", "--frames", "30", "--no-hud"]);
@@ -333,6 +336,14 @@ fn the_viewer_pages_adaptive_over_an_imported_directory() {
     if !check_drawn(&output, "adaptive", &shot) {
         return;
     }
+    // What became of the page file is said on a line of its own, not inside the
+    // spinner's (which draws nothing here: stderr is not a terminal).
+    let said = |output: &Output, what: &str| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let line = format!("{kept_text}: algorithm adaptive's tree {what}");
+        assert!(stderr.lines().any(|l| l == line), "{stderr}");
+    };
+    said(&output, "kept");
 
     let Some(output) = run_viewer(&args(false)) else {
         return;
@@ -343,6 +354,14 @@ fn the_viewer_pages_adaptive_over_an_imported_directory() {
         stderr.contains("--max-samples") && stderr.contains("--page-frames"),
         "{stderr}"
     );
+
+    // The kept tree is read back and drawn the same way.
+    let Some(output) = run_viewer(&args(true)) else {
+        return;
+    };
+    if check_drawn(&output, "adaptive", &shot) {
+        said(&output, "read back");
+    }
 }
 
 /// Checks that a 30-frame, 320 × 240 run of `algorithm` drew terrain and sky into

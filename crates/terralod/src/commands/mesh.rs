@@ -8,7 +8,7 @@ use crate::lod_args::LodArgs;
 use crate::lod_args::settle_reads;
 use crate::staged::StagedFiles;
 use crate::stream_args::{
-    SETTLE_LIMIT, StreamArgs, StreamedTerrain, check_page_file, settle, streams,
+    SETTLE_LIMIT, StreamArgs, StreamedTerrain, check_page_file, settle, streams, to_stderr,
 };
 use crate::terrain_args::TerrainArgs;
 use anyhow::{Context, bail};
@@ -496,8 +496,13 @@ fn select_streamed(
         None => vec![args.lod.view(|| args.camera.camera(&terrain.plan), None)?],
     };
     let page_file = args.lod.algorithm.page_file.as_deref();
-    let mut algorithm =
-        terrain.algorithm(entry_name, &args.stream, args.lod.options(), page_file)?;
+    let mut algorithm = terrain.algorithm(
+        entry_name,
+        &args.stream,
+        args.lod.options(),
+        page_file,
+        &to_stderr,
+    )?;
     // The drawn grid's: finer than the stored one with detail levels.
     let header = algorithm.0.source().header();
     let (mapping, data_end) = (header.mapping, (header.width - 1, header.height - 1));

@@ -6,7 +6,9 @@ use crate::detail_args::build_algorithm;
 use crate::lod_args::LodArgs;
 use crate::lod_args::settle_reads;
 use crate::look_args::LookArgs;
-use crate::stream_args::{DrawnTerrain, SETTLE_LIMIT, StreamArgs, check_page_file, settle};
+use crate::stream_args::{
+    DrawnTerrain, SETTLE_LIMIT, StreamArgs, check_page_file, settle, to_stderr,
+};
 use crate::terrain_args::{TerrainArgs, regular_file_len};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -172,7 +174,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let mut algorithm: Box<dyn LodAlgorithm + '_> = match streamed {
         Some(terrain) => {
             let options = args.lod.options();
-            let mut algorithm = terrain.algorithm(entry.name, &args.stream, options, page_file)?;
+            let mut algorithm =
+                terrain.algorithm(entry.name, &args.stream, options, page_file, &to_stderr)?;
             // A still image waits for the tiles its view asks for.
             settle(&mut algorithm, &view, SETTLE_LIMIT)?;
             Box::new(algorithm)

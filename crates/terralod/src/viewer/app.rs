@@ -110,7 +110,8 @@ fn build_algorithm<'a>(
             let page_file = config
                 .page_file
                 .filter(|_| config.built_from_tiles.contains(&entry.name));
-            let algorithm = terrain.algorithm(entry.name, args, config.options, page_file);
+            let note = |line: &str| bar.suspend(|| eprintln!("{line}"));
+            let algorithm = terrain.algorithm(entry.name, args, config.options, page_file, &note);
             bar.finish_and_clear();
             Ok(Box::new(algorithm?))
         }

@@ -7,7 +7,7 @@
 
 use super::{BenchArgs, Spread, cameras, path, write_json};
 use crate::progress;
-use crate::stream_args::{StreamedTerrain, StreamingAlgorithm, peak_resident_bytes};
+use crate::stream_args::{StreamedTerrain, StreamingAlgorithm, peak_resident_bytes, to_stderr};
 use anyhow::Context;
 use serde::Serialize;
 use std::io::Write;
@@ -99,8 +99,13 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
     // Preprocessing: the tile cache started, and algorithm A's tree built from the tiles.
     let building = Instant::now();
     let page_file = args.algorithm.page_file.as_deref();
-    let mut algorithm =
-        terrain.algorithm(name, &args.stream, args.algorithm.options(), page_file)?;
+    let mut algorithm = terrain.algorithm(
+        name,
+        &args.stream,
+        args.algorithm.options(),
+        page_file,
+        &to_stderr,
+    )?;
     let build_ms = building.elapsed().as_secs_f64() * 1e3;
     let bar = progress::bar(poses.len() as u64, "streamed over the path");
     let mut frames = Vec::with_capacity(poses.len());

@@ -482,7 +482,9 @@ pub const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 /// or as soon as the cache has evicted tiles while loading more than twice what it holds
 /// (plus 32) for this one view: a view that fits loads each tile it needs once, coarse to
 /// fine at most 4/3 of its finest set, so its budget cannot hold the view and it would
-/// never settle. Failed tiles are reported once each on stderr. Then, for an algorithm
+/// never settle; or once two selections in a row are refused tiles for want of room with
+/// nothing loading (the tiles the view draws fill the budget; see [`TileCache`]). Failed
+/// tiles are reported once each on stderr. Then, for an algorithm
 /// that reads its own data in the background (algorithm A's pages), waits for those reads
 /// as [`settle_reads`] does. Returns the number of selections made.
 pub fn settle(
@@ -492,6 +494,8 @@ pub fn settle(
 ) -> anyhow::Result<u32> {
     let start = Instant::now();
     let before = algorithm.0.source().inner().stats();
+    let mut refused_before = before.requests_over_budget;
+    let mut refused_with_nothing_loading = false;
     let mut selections = 0;
     loop {
         algorithm.select(view);
@@ -502,13 +506,27 @@ pub fn settle(
         let pending = tiles.inner().pending_loads() as u64
             + tiles.stats().deferred
             + algorithm.0.stream_counts().deferred;
-        if pending == 0 {
+        let now = tiles.inner().stats();
+        // Tiles the cache refused for want of room (`TileCache::tile_heights`): once a
+        // selection after the last one that refused still refuses, with nothing loading,
+        // the tiles this view uses fill the budget.
+        let refused = now.requests_over_budget > refused_before;
+        refused_before = now.requests_over_budget;
+        if pending == 0 && !refused {
             settle_reads(algorithm, view, limit.saturating_sub(start.elapsed()))?;
             return Ok(selections);
         }
+        if pending == 0 && refused_with_nothing_loading {
+            bail!(
+                "--cache-mb is too small for this view: the {} tiles ({:.1} MiB) it draws \
+                 fill the tile cache, and it asks for more; raise --cache-mb",
+                now.resident_tiles,
+                now.resident_bytes as f64 / f64::from(1 << 20),
+            );
+        }
+        refused_with_nothing_loading = pending == 0;
         // A view that fits loads each tile it needs once; one that does not keeps
         // evicting what it loaded.
-        let now = tiles.inner().stats();
         let (loads, evictions) = (
             now.loads_finished - before.loads_finished,
             now.tiles_evicted - before.tiles_evicted,

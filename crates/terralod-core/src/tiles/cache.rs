@@ -4,6 +4,14 @@
 //! draws the coarser level meanwhile. The coarsest level is loaded at start and pinned, so
 //! there is always something to draw. A missing or corrupt tile is reported once and never
 //! requested again.
+//!
+//! A budget smaller than what the view wants does not thrash: the tiles used in the last
+//! frame or this one are *in use*. A finished load evicts only tiles not in use, and is
+//! dropped when every tile is; a load is queued only while the tiles in use, the pinned
+//! ones and the loads under way leave room for it. So the view keeps what it draws and the
+//! rest of it stays coarser (the tiles first asked for, coarse before fine in a selection
+//! from the roots, get the room), instead of each frame's loads evicting tiles the next
+//! frame asks for again.
 
 use super::TileError;
 use super::blocks::BlockBounds;
@@ -58,6 +66,10 @@ pub struct CacheStats {
     /// Bytes of tile files read by the loaders.
     pub bytes_read: u64,
     pub tiles_evicted: u64,
+    /// Misses not queued because the tiles in use and the loads under way fill the budget,
+    /// and finished loads dropped because every resident tile was in use.
+    pub requests_over_budget: u64,
+    pub loads_over_budget: u64,
     pub longest_begin_frame: Duration,
     pub longest_tile_heights: Duration,
 }
@@ -91,6 +103,8 @@ pub struct TileCache {
     budget_bytes: u64,
     tile_bytes: u64,
     resident: HashMap<TileKey, Resident>,
+    /// Resident tiles in use (pinned, or used in the last frame or this one).
+    in_use: usize,
     /// Loads queued or running, with the last frame that asked for each.
     pending: HashMap<TileKey, u64>,
     failed: HashSet<TileKey>,
@@ -169,6 +183,7 @@ impl TileCache {
             terrain,
             budget_bytes,
             tile_bytes,
+            in_use: resident.len(),
             resident,
             pending: HashMap::new(),
             failed: HashSet::new(),
@@ -207,20 +222,30 @@ impl TileCache {
 
     /// The tile's world heights (`(N + 1)²`, row-major) if resident, marking it used this
     /// frame; otherwise `None`, and the tile is queued for a background load (once; never
-    /// again after it failed). Never waits on I/O.
+    /// again after it failed; not while the tiles in use and the loads under way fill the
+    /// budget). Never waits on I/O.
     pub fn tile_heights(&mut self, key: TileKey) -> Option<Arc<[f32]>> {
         let start = Instant::now();
         let found = match self.resident.get_mut(&key) {
             Some(tile) => {
+                if !tile.pinned && tile.last_used + 1 < self.frame {
+                    self.in_use += 1;
+                }
                 tile.last_used = self.frame;
                 self.stats.hits += 1;
                 Some(tile.heights.clone())
             }
             None => {
                 self.stats.misses += 1;
+                let room = (self.in_use + self.pending.len() + 1) as u64 * self.tile_bytes
+                    <= self.budget_bytes;
                 if let Some(asked) = self.pending.get_mut(&key) {
                     *asked = self.frame;
-                } else if !self.failed.contains(&key) {
+                } else if self.failed.contains(&key) {
+                    // Reported once; the coarser level stands in for good.
+                } else if !room {
+                    self.stats.requests_over_budget += 1;
+                } else {
                     self.pending.insert(key, self.frame);
                     self.stats.requests += 1;
                     let (queue, wake) = &*self.queue;
@@ -237,11 +262,17 @@ impl TileCache {
     }
 
     /// Starts a frame: integrates the loads that finished (without waiting for any),
-    /// evicting the least recently used unpinned tiles to stay within the budget. Tiles used
-    /// in the frame that starts are never evicted (none is used yet when it runs).
+    /// evicting the least recently used tiles not in use to stay within the budget (a load
+    /// with none to evict is dropped). Tiles used in the frame that ended stay.
     pub fn begin_frame(&mut self) {
         let start = Instant::now();
         self.frame += 1;
+        let last = self.frame - 1;
+        self.in_use = self
+            .resident
+            .values()
+            .filter(|tile| tile.pinned || tile.last_used >= last)
+            .count();
         self.drop_unwanted_requests();
         let mut eviction_order: Option<Vec<(u64, TileKey)>> = None;
         while let Ok((key, result)) = self.loaded.try_recv() {
@@ -253,7 +284,11 @@ impl TileCache {
                     if self.resident.contains_key(&key) {
                         continue;
                     }
-                    self.make_room(&mut eviction_order);
+                    if !self.make_room(&mut eviction_order) {
+                        self.stats.loads_over_budget += 1;
+                        continue;
+                    }
+                    self.in_use += 1;
                     self.resident.insert(
                         key,
                         Resident {
@@ -299,30 +334,31 @@ impl TileCache {
         self.stats.requests_dropped += (before - queue.keys.len()) as u64;
     }
 
-    /// Evicts least recently used unpinned tiles until one more tile fits in the budget.
-    /// The order is computed once per frame, only when an eviction is needed.
-    fn make_room(&mut self, order: &mut Option<Vec<(u64, TileKey)>>) {
+    /// Evicts least recently used tiles not in use until one more tile fits in the budget;
+    /// false when it does not fit (every resident tile is in use). The order is computed
+    /// once per frame, only when an eviction is needed.
+    fn make_room(&mut self, order: &mut Option<Vec<(u64, TileKey)>>) -> bool {
+        let last = self.frame - 1;
         while (self.resident.len() as u64 + 1) * self.tile_bytes > self.budget_bytes {
             let order = order.get_or_insert_with(|| {
                 let mut order: Vec<(u64, TileKey)> = self
                     .resident
                     .iter()
-                    .filter(|(_, tile)| !tile.pinned)
+                    .filter(|(_, tile)| !tile.pinned && tile.last_used < last)
                     .map(|(key, tile)| (tile.last_used, *key))
                     .collect();
                 // Oldest last, so `pop` takes it.
                 order.sort_unstable_by(|a, b| b.cmp(a));
                 order
             });
-            // `new` checked that the budget holds the pinned tiles and one more, so an
-            // unpinned tile is always there to evict while over the budget.
             let Some((_, key)) = order.pop() else {
-                return;
+                return false;
             };
             if self.resident.remove(&key).is_some() {
                 self.stats.tiles_evicted += 1;
             }
         }
+        true
     }
 
     /// The errors of the tiles that failed to load since the last call, each tile once.

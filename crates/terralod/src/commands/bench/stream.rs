@@ -292,6 +292,9 @@ fn report(
             "hits": cache.hits,
             "misses": cache.misses,
             "evicted": cache.tiles_evicted,
+            // A view wanting more than the budget: refused, not thrashed (`TileCache`).
+            "requests_over_budget": cache.requests_over_budget,
+            "loads_over_budget": cache.loads_over_budget,
             "failed_tiles": cache.failures,
             "bytes_read": cache.bytes_read,
             "longest_begin_frame_ms": cache.longest_begin_frame.as_secs_f64() * 1e3,

@@ -133,7 +133,8 @@ pub fn import(
 ///
 /// Durability: tiles are written to temporary files and renamed without waiting, then
 /// synced in batches of 256 by many threads at once, each batch while the next one is
-/// encoded (one `fsync` per tile was the bound of the import); the directories are synced after every tile, and the block
+/// encoded (one `fsync` per tile was the bound of the import), and then dropped from the
+/// page cache; the directories are synced after every tile, and the block
 /// index and the header are written (synced) only then. A crash at any point leaves either
 /// no header (an unfinished import, refused by the reader) or every tile durable.
 pub fn import_source(
@@ -356,7 +357,7 @@ fn write_pyramid(
             }
             let (batch_results, files): (Vec<TileResult>, Vec<(PathBuf, File)>) =
                 written?.into_iter().unzip();
-            syncing = Some(scope.spawn(move || sync_all(&files)));
+            syncing = Some(scope.spawn(move || sync_all(&files, true)));
             results.extend(batch_results);
         }
         syncing.map_or(Ok(()), join_sync)
@@ -375,7 +376,7 @@ fn write_pyramid(
             Err(source) => Err(TileError::Io { path, source }),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    sync_all(&directories)?;
+    sync_all(&directories, false)?;
     let (min_height, max_height) = results.iter().filter(|(level, ..)| *level == 0).fold(
         (f32::INFINITY, f32::NEG_INFINITY),
         |(lo, hi), (_, (a, b), _)| (lo.min(*a), hi.max(*b)),
@@ -411,7 +412,7 @@ fn write_pyramid(
         path: dir.to_path_buf(),
         source,
     })?;
-    sync_all(&[(dir.to_path_buf(), root)])?;
+    sync_all(&[(dir.to_path_buf(), root)], false)?;
     let header_bytes = header.encode();
     write_file_atomically(&dir.join(HEADER_FILE), |out| out.write_all(&header_bytes))?;
     let tiles = header.total_tiles();
@@ -454,8 +455,9 @@ fn sync_panicked() -> TileError {
 }
 
 /// Syncs every file (or directory) on up to [`SYNC_THREADS`] threads at once, so that the
-/// file system commits them together.
-fn sync_all(files: &[(PathBuf, File)]) -> Result<(), TileError> {
+/// file system commits them together; with `drop_pages`, each file's pages then leave the
+/// page cache ([`drop_cached`]).
+fn sync_all(files: &[(PathBuf, File)], drop_pages: bool) -> Result<(), TileError> {
     if files.is_empty() {
         return Ok(());
     }
@@ -470,6 +472,9 @@ fn sync_all(files: &[(PathBuf, File)]) -> Result<(), TileError> {
                             path: path.clone(),
                             source,
                         })?;
+                        if drop_pages {
+                            drop_cached(file);
+                        }
                     }
                     Ok(())
                 })
@@ -477,6 +482,19 @@ fn sync_all(files: &[(PathBuf, File)]) -> Result<(), TileError> {
             .collect();
         handles.into_iter().try_for_each(join_sync)
     })
+}
+
+/// Drops a synced file's pages from the page cache (advice: a failure changes nothing).
+/// An import streams its whole output through the cache; left there, the written tiles
+/// grow it by gigabytes, and on the development VM the kernel's copy into a growing cache
+/// slowed with it (a 16385² import: 2.2 s, then 2.8, then 4.0 s as the cache grew by 1.4
+/// GB a run; dropped, 1.5–2.2 s every run; docs/BENCHMARKS.md, "Import: written tiles
+/// dropped from the page cache").
+fn drop_cached(file: &File) {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
 }
 
 /// An encoded tile file and its blocks' own statistics.

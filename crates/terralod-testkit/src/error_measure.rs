@@ -465,6 +465,9 @@ pub struct WindowedErrorReport {
     pub skipped_triangles: u64,
     /// Windows read: those the bounding box of some triangle reaches.
     pub windows_read: u64,
+    /// Samples of the windows that could not be read, which [`measure_error_by_windows_skipping`]
+    /// leaves out (counted in neither `covered` nor the maxima; 0 for the strict measure).
+    pub unreadable_samples: u64,
     /// Largest `|drawn − true|` and its sample, as [`WorldError`]'s.
     pub world_max: f64,
     pub world_worst: Option<SampleError>,
@@ -518,6 +521,30 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
     camera: Option<&Camera>,
     read: impl Fn(Window) -> Result<Heightfield, E> + Sync,
 ) -> Result<WindowedErrorReport, WindowedMeasureError<E>> {
+    let (report, unreadable) =
+        measure_error_by_windows_skipping(data, mapping, side, mesh, camera, read)?;
+    match unreadable.into_iter().next() {
+        Some((window, error)) => Err(WindowedMeasureError::Read { window, error }),
+        None => Ok(report),
+    }
+}
+
+/// Windows a windowed measure could not read, with their errors, in row order.
+pub type Unreadable<E> = Vec<(Window, E)>;
+
+/// [`measure_error_by_windows`] that leaves out the windows `read` fails on, instead of
+/// failing: its maxima and counts are those of the other windows' samples (exactly, as
+/// the strict measure's are of all), `unreadable_samples` counts the samples left out,
+/// and the windows and their errors are returned in row order. For data with damaged
+/// parts (a terrain whose tiles were corrupted): what can be measured still is.
+pub fn measure_error_by_windows_skipping<E: fmt::Display + Send>(
+    data: (u32, u32),
+    mapping: WorldMapping,
+    side: u32,
+    mesh: &GridMesh,
+    camera: Option<&Camera>,
+    read: impl Fn(Window) -> Result<Heightfield, E> + Sync,
+) -> Result<(WindowedErrorReport, Unreadable<E>), WindowedMeasureError<E>> {
     use rayon::prelude::*;
     let view = camera.map(View::new).transpose()?;
     let side = side.max(2);
@@ -558,14 +585,29 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
         }
     }
     /// One window's share.
-    #[derive(Default)]
-    struct Partial {
+    struct Partial<E> {
         windows: u64,
+        unreadable: Vec<(Window, E)>,
+        unreadable_samples: u64,
         covered: u64,
         in_view: u64,
         clipped: u64,
         world: Worst,
         pixel: Worst,
+    }
+    impl<E> Default for Partial<E> {
+        fn default() -> Self {
+            Partial {
+                windows: 0,
+                unreadable: Vec::new(),
+                unreadable_samples: 0,
+                covered: 0,
+                in_view: 0,
+                clipped: 0,
+                world: Worst::default(),
+                pixel: Worst::default(),
+            }
+        }
     }
     let partial = buckets
         .par_iter()
@@ -580,8 +622,16 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
                 width,
                 height,
             };
-            let field =
-                read(window).map_err(|error| WindowedMeasureError::Read { window, error })?;
+            let field = match read(window) {
+                Ok(field) => field,
+                Err(error) => {
+                    return Ok(Partial {
+                        unreadable_samples: u64::from(width) * u64::from(height),
+                        unreadable: vec![(window, error)],
+                        ..Partial::default()
+                    });
+                }
+            };
             if (field.width(), field.height()) != (width, height) {
                 return Err(WindowedMeasureError::Shape {
                     window,
@@ -598,6 +648,8 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
             let errors = region_errors(&field, mapping, region, mesh, triangles, view.as_ref());
             Ok(Partial {
                 windows: 1,
+                unreadable: Vec::new(),
+                unreadable_samples: 0,
                 covered: errors.world.iter().filter(|e| !e.is_nan()).count() as u64,
                 in_view: errors.pixels.iter().filter(|e| !e.is_nan()).count() as u64,
                 clipped: errors.clipped.iter().filter(|&&c| c).count() as u64,
@@ -605,8 +657,10 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
                 pixel: errors.worst_pixel,
             })
         })
-        .try_reduce(Partial::default, |mut a, b| {
+        .try_reduce(Partial::default, |mut a, mut b| {
             a.windows += b.windows;
+            a.unreadable.append(&mut b.unreadable);
+            a.unreadable_samples += b.unreadable_samples;
             a.covered += b.covered;
             a.in_view += b.in_view;
             a.clipped += b.clipped;
@@ -615,12 +669,15 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
             Ok(a)
         })?;
     let data_samples = u64::from(data.0) * u64::from(data.1);
-    Ok(WindowedErrorReport {
+    let mut unreadable = partial.unreadable;
+    unreadable.sort_by_key(|(window, _)| (window.origin.row, window.origin.col));
+    let report = WindowedErrorReport {
         data_samples,
         covered: partial.covered,
         uncovered: data_samples - partial.covered,
         skipped_triangles,
         windows_read: partial.windows,
+        unreadable_samples: partial.unreadable_samples,
         world_max: partial.world.max(),
         world_worst: partial.world.sample(),
         projected: view.map(|_| WindowedProjected {
@@ -629,7 +686,8 @@ pub fn measure_error_by_windows<E: fmt::Display + Send>(
             max: partial.pixel.max(),
             worst: partial.pixel.sample(),
         }),
-    })
+    };
+    Ok((report, unreadable))
 }
 
 /// The per-sample measure behind [`measure_error`]'s projected error: visits every data

@@ -24,10 +24,10 @@ pub mod mesh_check;
 pub mod strategies;
 
 pub use error_measure::{
-    ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, Window,
+    ErrorReport, MeasureError, PoppingReport, ProjectedError, SampleError, Unreadable, Window,
     WindowedErrorReport, WindowedMeasureError, WindowedProjected, WorldError,
     check_projected_with_build_tolerance, for_each_projected_sample, measure_error,
-    measure_error_by_windows, measure_popping,
+    measure_error_by_windows, measure_error_by_windows_skipping, measure_popping,
 };
 pub use files::directory_files;
 pub use grid_math::MAX_GRID_COORD;

@@ -285,7 +285,10 @@ fn bad_triangles_are_skipped_and_bad_cameras_are_errors() {
 /// windows read are only those some triangle reaches.
 #[test]
 fn the_windowed_oracle_equals_the_whole_one() {
-    use terralod_testkit::{Window, WindowedMeasureError, measure_error_by_windows};
+    use terralod_testkit::{
+        Window, WindowedMeasureError, for_each_projected_sample, measure_error_by_windows,
+        measure_error_by_windows_skipping,
+    };
     let raw = smooth_random(49, 37, 11, 40.0).expect("valid field");
     let mapping = WorldMapping {
         cell_size: 3.0,
@@ -388,4 +391,51 @@ fn the_windowed_oracle_equals_the_whole_one() {
         })
     });
     assert!(matches!(shaped, Err(WindowedMeasureError::Shape { .. })));
+
+    // Windows that cannot be read (tiles corrupted on purpose) are left out when asked:
+    // the rest measures exactly what a per-sample visit finds outside them.
+    let strict = measure_error_by_windows((49, 37), mapping, 8, &mesh, Some(&low), window_of)
+        .expect("every window reads");
+    let (all, none) =
+        measure_error_by_windows_skipping((49, 37), mapping, 8, &mesh, Some(&low), window_of)
+            .expect("every window reads");
+    assert_eq!((all, none.len()), (strict, 0));
+    let broken = [GridPos::new(16, 16), GridPos::new(8, 8)];
+    let failing = |w: Window| {
+        if broken.contains(&w.origin) {
+            Err(format!("flipped byte at {:?}", w.origin))
+        } else {
+            window_of(w)
+        }
+    };
+    let failed = measure_error_by_windows((49, 37), mapping, 8, &mesh, Some(&low), failing);
+    assert!(matches!(failed, Err(WindowedMeasureError::Read { .. })));
+    let (report, unreadable) =
+        measure_error_by_windows_skipping((49, 37), mapping, 8, &mesh, Some(&low), failing)
+            .expect("measures the rest");
+    let origins: Vec<GridPos> = unreadable.iter().map(|(w, _)| w.origin).collect();
+    assert_eq!(
+        origins,
+        [GridPos::new(8, 8), GridPos::new(16, 16)],
+        "row order"
+    );
+    assert!(unreadable[0].1.contains("flipped byte"));
+    assert_eq!(report.unreadable_samples, 2 * 8 * 8);
+    assert_eq!(report.windows_read, strict.windows_read - 2);
+    // Both broken windows lie inside the data's first 40 columns and 24 rows, where the
+    // window of a sample is its position divided by 8.
+    let skipped = |pos: GridPos| broken.contains(&GridPos::new(pos.col / 8 * 8, pos.row / 8 * 8));
+    let (mut max, mut seen) = (0.0f64, std::collections::HashSet::new());
+    for_each_projected_sample(&field, &mesh, &low, |sample| {
+        if !skipped(sample.pos) {
+            max = max.max(sample.error);
+            seen.insert(sample.pos);
+        }
+    })
+    .expect("a valid camera");
+    let projected = report.projected.expect("a camera was given");
+    let strict_projected = strict.projected.expect("a camera was given");
+    assert!(projected.in_view < strict_projected.in_view);
+    assert_eq!((projected.max, projected.in_view), (max, seen.len() as u64));
+    assert!(report.covered < strict.covered);
 }

@@ -278,11 +278,24 @@ fn corrupt_tile_is_reported_once(algo: &str) {
         "--frames",
         "6",
         "--check",
+        "--measure-every",
+        "3",
         "--cache-mb",
         "4",
     ]);
     let summary = last_json(&stdout);
     assert_eq!(summary["defective_frames"], 0, "{summary}");
+    // The oracle measures both frames, leaving out the tile it cannot read, and says so.
+    assert_eq!(summary["measured_frames"], 2, "{summary}");
+    assert_eq!(
+        summary["frames_measured_without_unreadable_tiles"], 2,
+        "{summary}"
+    );
+    assert!(summary["measured_max_px"].as_f64().is_some(), "{summary}");
+    assert!(
+        stderr.contains("measured without 1 unreadable tiles of level 0"),
+        "{stderr}"
+    );
     assert!(
         stderr
             .lines()

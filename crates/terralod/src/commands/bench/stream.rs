@@ -17,7 +17,7 @@ use terralod_core::lod::View;
 use terralod_core::tiles::{DetailTiles, TileCache, TileError, TileSource, TiledTerrain};
 use terralod_core::{Camera, GridMesh, Heightfield};
 use terralod_testkit::{
-    Window, WindowedMeasureError, check_mesh, measure_error, measure_error_by_windows,
+    Window, WindowedMeasureError, check_mesh, measure_error, measure_error_by_windows_skipping,
 };
 
 /// Largest finest level (procedural detail included) the oracles generate whole to judge a
@@ -28,9 +28,10 @@ const ORACLE_SAMPLES: u64 = 1 << 24;
 /// What the flight's meshes are judged against.
 enum Oracle {
     /// A terrain of any size without detail: the crack checker on the mesh the pool draws,
-    /// the error oracle over level 0 read one tile at a time ([`measure_error_by_windows`]:
-    /// the same maxima as over the whole level), so the oracle holds a few tiles, not the
-    /// terrain, and a tile it cannot read leaves that frame unmeasured.
+    /// the error oracle over level 0 read one tile at a time
+    /// ([`measure_error_by_windows_skipping`]: the same maxima as over the whole level), so
+    /// the oracle holds a few tiles, not the terrain; a tile it cannot read is left out of
+    /// that frame's measure, and counted.
     Windowed,
     /// With procedural detail: the finest level as drawn, generated whole in memory.
     Whole(Heightfield),
@@ -53,6 +54,9 @@ pub struct StreamFrame {
     pub measured_px: Option<f64>,
     /// Samples whose true point is in view on a measured frame (what the oracle visited).
     pub measured_samples: Option<u64>,
+    /// Level-0 samples the oracle left out on a measured frame: those of tiles it could
+    /// not read (the flight drew a coarser level there).
+    pub unreadable_samples: Option<u64>,
 }
 
 impl StreamFrame {
@@ -132,6 +136,8 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
         let measure = args.measure_every > 0 && i.is_multiple_of(args.measure_every as usize);
         // The largest projected error of a measured frame and the samples in view.
         let mut measured: Option<(f64, u64)> = None;
+        // On a frame measured by tiles: the samples of the tiles the oracle could not read.
+        let mut unread: Option<u64> = None;
         let judging = Instant::now();
         if let Some(oracle) = &oracle
             && (measure || args.check)
@@ -153,9 +159,21 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
                         let measured = measure_by_tiles(tiled, &mesh, camera);
                         bar.set_message("");
                         match measured {
-                            Ok(measured) => measured,
-                            // A tile the oracle cannot read (the flight drew the coarser
-                            // level there): this frame goes unmeasured.
+                            Ok((measured, unreadable)) => {
+                                if let Some((samples, count, first)) = &unreadable {
+                                    // The flight drew a coarser level over those tiles;
+                                    // the rest of the frame is measured.
+                                    bar.suspend(|| {
+                                        eprintln!(
+                                            "frame {i}: measured without {count} unreadable \
+                                             tiles of level 0 ({samples} samples), first: \
+                                             {first}"
+                                        );
+                                    });
+                                }
+                                unread = Some(unreadable.map_or(0, |(samples, ..)| samples));
+                                measured
+                            }
                             Err(error) => {
                                 bar.suspend(|| {
                                     eprintln!("frame {i}: not measured: {error}");
@@ -191,6 +209,7 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
             detail_bytes: algorithm.0.source().stats().bytes,
             measured_px: measured.map(|(px, _)| px),
             measured_samples: measured.map(|(_, samples)| samples),
+            unreadable_samples: unread,
         });
         bar.inc(1);
     }
@@ -208,14 +227,15 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
 
 /// The largest projected error of `mesh` for `camera` over level 0 of `tiled`, read one
 /// tile at a time (0 when no sample is in view, as the whole oracle says), and the samples
-/// in view.
+/// in view; the tiles that cannot be read are left out, and counted: their samples, how
+/// many, and the first one's error.
 fn measure_by_tiles(
     tiled: &TiledTerrain,
     mesh: &GridMesh,
     camera: &Camera,
-) -> Result<Option<(f64, u64)>, WindowedMeasureError<TileError>> {
+) -> Result<MeasuredByTiles, WindowedMeasureError<TileError>> {
     let header = tiled.header();
-    let report = measure_error_by_windows(
+    let (report, unreadable) = measure_error_by_windows_skipping(
         (header.width, header.height),
         tiled.level_mapping(0),
         header.tile_cells,
@@ -230,8 +250,19 @@ fn measure_by_tiles(
             tiled.window_heightfield(0, [origin.col, origin.row, width, height], u64::MAX)
         },
     )?;
-    Ok(report.projected.map(|p| (p.max, p.in_view)))
+    let unreadable = unreadable.first().map(|(_, first)| {
+        (
+            report.unreadable_samples,
+            unreadable.len(),
+            first.to_string(),
+        )
+    });
+    Ok((report.projected.map(|p| (p.max, p.in_view)), unreadable))
 }
+
+/// What [`measure_by_tiles`] found: the largest error and the samples in view, and the
+/// unreadable tiles' samples, count and first error.
+type MeasuredByTiles = (Option<(f64, u64)>, Option<(u64, usize, String)>);
 
 /// The terrain as flown: the stored sizes, and the detail grid's when detail is added.
 fn header_line(tiled: &TiledTerrain, tiles: &DetailTiles<TileCache>) -> String {
@@ -317,6 +348,11 @@ fn report(
         "peak_process_mb": peak_resident_bytes().map(|b| b as f64 / f64::from(1 << 20)),
         "measured_max_px": measured.iter().copied().reduce(f64::max),
         "measured_frames": measured.len(),
+        // Of them, those measured without the level-0 tiles the oracle could not read.
+        "frames_measured_without_unreadable_tiles": frames
+            .iter()
+            .filter(|f| f.unreadable_samples.is_some_and(|samples| samples > 0))
+            .count(),
         "defective_frames": defective,
     });
     let mut out = std::io::stdout().lock();

@@ -3,16 +3,17 @@
 //!
 //! Algorithm A emits a morph per square that draws the vertex (an edge vertex twice,
 //! always at the same height), in its tree's order: about 150 K entries a frame over the
-//! Grand Canyon at 1920 × 1080. Sorting them with `sort_unstable` took 1.9 ms a frame on
-//! the development machine, as long as the H100 took to draw the frame; `radsort` (a
-//! general radix sort, four byte-wide passes) 1.1 ms. The keys are grid indices, below the
-//! grid's vertex count, so two counting passes of at most 12 bits sort every grid up to
-//! 2^24 vertices (three up to 2^32): 0.6 ms, the first pass reading the selection directly
-//! (docs/BENCHMARKS.md, "GPU frame time of every algorithm").
+//! Grand Canyon at 1920 × 1080. Copying, sorting (`sort_unstable`) and deduplicating them
+//! took 2.1–2.3 ms a frame on the development machine, longer than the H100 took to draw
+//! the frame. The keys are grid indices, below the grid's vertex count, so two counting
+//! passes of at most 12 bits sort every grid up to 2^24 vertices (three up to 2^32), the
+//! first pass reading the selection directly: 1.0–1.1 ms with the deduplication. On
+//! synthetic keys, `radsort` (a general radix sort, four byte-wide passes) took twice this
+//! sort's time (docs/BENCHMARKS.md, "GPU frame time of every algorithm").
 
 use terralod_core::lod::MorphedHeight;
 
-/// Widest digit of a pass: 4,096 counters (16 KB) stay in the first-level cache.
+/// Widest digit of a pass: 4,096 counters (32 KB) stay in the first-level cache.
 const MAX_DIGIT_BITS: u32 = 12;
 
 /// The sorted list and the buffers that make it, reused from frame to frame.
@@ -124,10 +125,11 @@ mod tests {
             for len in [0, 1, 2, 7, 1000, 20_000] {
                 let morphs: Vec<MorphedHeight> = (0..len)
                     .map(|i| {
+                        // The largest key first, so every range takes its passes.
                         let vertex = match largest {
-                            0 => 0,
-                            u32::MAX if i == 0 => u32::MAX,
-                            _ => next() % largest.saturating_add(1).max(1),
+                            _ if i == 0 => largest,
+                            u32::MAX => next(),
+                            _ => next() % (largest + 1),
                         };
                         // Heights differ between a vertex's entries, so keeping the
                         // wrong one shows.

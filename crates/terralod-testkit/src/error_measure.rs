@@ -465,8 +465,9 @@ pub struct WindowedErrorReport {
     pub skipped_triangles: u64,
     /// Windows read: those the bounding box of some triangle reaches.
     pub windows_read: u64,
-    /// Samples of the windows that could not be read, which [`measure_error_by_windows_skipping`]
-    /// leaves out (counted in neither `covered` nor the maxima; 0 for the strict measure).
+    /// Samples of the windows that could not be read, which
+    /// [`measure_error_by_windows_skipping`] leaves out (counted in neither `covered`,
+    /// `uncovered` nor the maxima; 0 for the strict measure).
     pub unreadable_samples: u64,
     /// Largest `|drawn − true|` and its sample, as [`WorldError`]'s.
     pub world_max: f64,
@@ -674,7 +675,7 @@ pub fn measure_error_by_windows_skipping<E: fmt::Display + Send>(
     let report = WindowedErrorReport {
         data_samples,
         covered: partial.covered,
-        uncovered: data_samples - partial.covered,
+        uncovered: data_samples - partial.covered - partial.unreadable_samples,
         skipped_triangles,
         windows_read: partial.windows,
         unreadable_samples: partial.unreadable_samples,

@@ -503,20 +503,21 @@ pub fn settle(
         algorithm.report();
         let tiles = algorithm.0.source();
         // Loads under way, and detail tiles and tile pyramids left for the next selection.
-        let pending = tiles.inner().pending_loads() as u64
-            + tiles.stats().deferred
-            + algorithm.0.stream_counts().deferred;
+        let loading = tiles.inner().pending_loads() as u64;
+        let pending = loading + tiles.stats().deferred + algorithm.0.stream_counts().deferred;
         let now = tiles.inner().stats();
         // Tiles the cache refused for want of room (`TileCache::tile_heights`): once a
         // selection after the last one that refused still refuses, with nothing loading,
-        // the tiles this view uses fill the budget.
+        // the tiles this view uses fill the budget (detail tiles over a refused stored
+        // tile count as deferred every selection, so only loads are asked to be done).
         let refused = now.requests_over_budget > refused_before;
         refused_before = now.requests_over_budget;
         if pending == 0 && !refused {
             settle_reads(algorithm, view, limit.saturating_sub(start.elapsed()))?;
             return Ok(selections);
         }
-        if pending == 0 && refused_with_nothing_loading {
+        let refused_with_nothing_loading_now = refused && loading == 0;
+        if refused_with_nothing_loading_now && refused_with_nothing_loading {
             bail!(
                 "--cache-mb is too small for this view: the {} tiles ({:.1} MiB) it draws \
                  fill the tile cache, and it asks for more; raise --cache-mb",
@@ -524,7 +525,7 @@ pub fn settle(
                 now.resident_bytes as f64 / f64::from(1 << 20),
             );
         }
-        refused_with_nothing_loading = pending == 0;
+        refused_with_nothing_loading = refused_with_nothing_loading_now;
         // A view that fits loads each tile it needs once; one that does not keeps
         // evicting what it loaded.
         let (loads, evictions) = (

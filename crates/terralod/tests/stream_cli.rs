@@ -288,12 +288,12 @@ fn corrupt_tile_is_reported_once(algo: &str) {
     // The oracle measures both frames, leaving out the tile it cannot read, and says so.
     assert_eq!(summary["measured_frames"], 2, "{summary}");
     assert_eq!(
-        summary["frames_measured_without_unreadable_tiles"], 2,
+        summary["frames_with_unreadable_windows_left_out"], 2,
         "{summary}"
     );
     assert!(summary["measured_max_px"].as_f64().is_some(), "{summary}");
     assert!(
-        stderr.contains("measured without 1 unreadable tiles of level 0"),
+        stderr.contains("measured without 1 unreadable windows of level 0"),
         "{stderr}"
     );
     assert!(

@@ -336,8 +336,9 @@ fn the_viewer_pages_adaptive_over_an_imported_directory() {
     if !check_drawn(&output, "adaptive", &shot) {
         return;
     }
-    // What became of the page file is said on a line of its own, not inside the
-    // spinner's (which draws nothing here: stderr is not a terminal).
+    // What became of the page file is said on a line of its own. (stderr is not a
+    // terminal here, so the spinner draws nothing: this checks the line, not that the
+    // spinner is cleared around it, which was seen by hand under `script`.)
     let said = |output: &Output, what: &str| {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let line = format!("{kept_text}: algorithm adaptive's tree {what}");

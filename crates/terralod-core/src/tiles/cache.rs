@@ -9,9 +9,9 @@
 //! frame or this one are *in use*. A finished load evicts only tiles not in use, and is
 //! dropped when every tile is; a load is queued only while the tiles in use, the pinned
 //! ones and the loads under way leave room for it. So the view keeps what it draws and the
-//! rest of it stays coarser (the tiles first asked for, coarse before fine in a selection
-//! from the roots, get the room), instead of each frame's loads evicting tiles the next
-//! frame asks for again.
+//! rest of it stays coarser (the tiles first asked for get the room: the streamed
+//! selections walk depth first, so no priority by distance or error yet), instead of each
+//! frame's loads evicting tiles the next frame asks for again.
 
 use super::TileError;
 use super::blocks::BlockBounds;
@@ -276,7 +276,8 @@ impl TileCache {
         self.drop_unwanted_requests();
         let mut eviction_order: Option<Vec<(u64, TileKey)>> = None;
         while let Ok((key, result)) = self.loaded.try_recv() {
-            self.pending.remove(&key);
+            // The last frame that asked for it (a load can finish long after).
+            let asked = self.pending.remove(&key).unwrap_or(0).min(last);
             match result {
                 Ok(heights) => {
                     self.stats.bytes_read += self.terrain.header().tile_file_len();
@@ -288,13 +289,16 @@ impl TileCache {
                         self.stats.loads_over_budget += 1;
                         continue;
                     }
-                    self.in_use += 1;
+                    // As if used in the last frame that asked for it: in use when that was
+                    // the frame that ended.
+                    if asked == last {
+                        self.in_use += 1;
+                    }
                     self.resident.insert(
                         key,
                         Resident {
                             heights,
-                            // As if used in the frame that asked for it: newest first in line.
-                            last_used: self.frame - 1,
+                            last_used: asked,
                             pinned: false,
                         },
                     );

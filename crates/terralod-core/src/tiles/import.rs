@@ -488,7 +488,7 @@ fn sync_all(files: &[(PathBuf, File)], drop_pages: bool) -> Result<(), TileError
 /// An import streams its whole output through the cache; left there, the written tiles
 /// grow it by gigabytes, and on the development VM the kernel's copy into a growing cache
 /// slowed with it (a 16385² import: 2.2 s, then 2.8, then 4.0 s as the cache grew by 1.4
-/// GB a run; dropped, 1.5–2.2 s every run; docs/BENCHMARKS.md, "Import: written tiles
+/// GB a run; dropped, 1.4–2.2 s every run; docs/BENCHMARKS.md, "Import: written tiles
 /// dropped from the page cache").
 fn drop_cached(file: &File) {
     #[cfg(target_os = "linux")]

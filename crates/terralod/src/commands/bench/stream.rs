@@ -166,8 +166,8 @@ pub fn run(args: &BenchArgs, name: &str, dir: &Path) -> anyhow::Result<()> {
                                     bar.suspend(|| {
                                         eprintln!(
                                             "frame {i}: measured without {count} unreadable \
-                                             tiles of level 0 ({samples} samples), first: \
-                                             {first}"
+                                             windows of level 0 ({samples} samples, a \
+                                             window a tile), first: {first}"
                                         );
                                     });
                                 }
@@ -261,7 +261,8 @@ fn measure_by_tiles(
 }
 
 /// What [`measure_by_tiles`] found: the largest error and the samples in view, and the
-/// unreadable tiles' samples, count and first error.
+/// unreadable windows' samples, count and first error (a window is a tile, the last of a
+/// row or column wider when the data's cells are not a whole number of tiles).
 type MeasuredByTiles = (Option<(f64, u64)>, Option<(u64, usize, String)>);
 
 /// The terrain as flown: the stored sizes, and the detail grid's when detail is added.
@@ -348,8 +349,9 @@ fn report(
         "peak_process_mb": peak_resident_bytes().map(|b| b as f64 / f64::from(1 << 20)),
         "measured_max_px": measured.iter().copied().reduce(f64::max),
         "measured_frames": measured.len(),
-        // Of them, those measured without the level-0 tiles the oracle could not read.
-        "frames_measured_without_unreadable_tiles": frames
+        // Of them, those measured without the level-0 windows (tiles) the oracle could not
+        // read.
+        "frames_with_unreadable_windows_left_out": frames
             .iter()
             .filter(|f| f.unreadable_samples.is_some_and(|samples| samples > 0))
             .count(),

@@ -2101,6 +2101,39 @@ fn kept_page_files_are_read_back_instead_of_building() {
             assert!(rebuilt.tree == built, "{case}");
         }
         assert_eq!(std::fs::read(&kept).expect("kept"), bytes, "{case}");
+        // A top that lies about a page's length, its checksums made good: a whole number
+        // of rank words, so it decodes, but longer than the page's levels can fill.
+        // Refused before anything is sized by it, and built again.
+        let (top_at, top_end) = (top as usize, (top + top_len) as usize);
+        let levels = crate::pyramid::level_nodes(width, height)
+            .map(|(size, nx, nz)| tree::LevelShape { size, nx, nz })
+            .collect();
+        let mut lying =
+            SquareTree::decode_top(&bytes[top_at..top_end], levels).expect("the kept top decodes");
+        lying.pages_mut()[0].slots = 1 << 20;
+        let mut encoded = Vec::new();
+        lying.encode_top(&mut encoded);
+        assert_eq!(encoded.len(), top_end - top_at, "{case}");
+        let mut forged = bytes.clone();
+        forged[top_at..top_end].copy_from_slice(&encoded);
+        let top_crc = footer + 8 + page_file::KEY_BYTES + 16;
+        forged[top_crc..top_crc + 4].copy_from_slice(&crc32fast::hash(&encoded).to_le_bytes());
+        let footer_crc = crc32fast::hash(&forged[footer..forged.len() - 4]);
+        let end = forged.len();
+        forged[end - 4..].copy_from_slice(&footer_crc.to_le_bytes());
+        std::fs::write(&kept, &forged).expect("writable");
+        let (rebuilt, status) = build(adaptive);
+        let KeptPages::Replaced(error) = &status else {
+            panic!("{case}: {status:?}");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("a page is longer than its levels can fill"),
+            "{case}: {error}"
+        );
+        assert!(rebuilt.tree == built, "{case}");
+        assert_eq!(std::fs::read(&kept).expect("kept"), bytes, "{case}");
         // Not a kept page file at all: refused, and left as it is.
         std::fs::write(&kept, "not pages").expect("writable");
         let lod = LodOptions::default().with_adaptive(adaptive);

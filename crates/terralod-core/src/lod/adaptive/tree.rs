@@ -630,6 +630,12 @@ impl SquareTree {
         &self.pages
     }
 
+    /// The page table, to forge kept files in tests.
+    #[cfg(test)]
+    pub(super) fn pages_mut(&mut self) -> &mut [Page] {
+        &mut self.pages
+    }
+
     /// Appends `slots` empty slots (a multiple of 64) to the pool, for pages to move to.
     pub fn grow(&mut self, slots: usize) {
         debug_assert!(slots.is_multiple_of(WORD) && self.slots().is_multiple_of(WORD));

@@ -13,7 +13,7 @@
 
 use terralod_core::lod::MorphedHeight;
 
-/// Widest digit of a pass: 4,096 counters (32 KB) stay in the first-level cache.
+/// Widest digit of a pass: 4,096 counters (32 KB), the size of a first-level data cache.
 const MAX_DIGIT_BITS: u32 = 12;
 
 /// The sorted list and the buffers that make it, reused from frame to frame.

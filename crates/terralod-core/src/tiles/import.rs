@@ -4,6 +4,7 @@
 use super::blocks::{
     BLOCKS_FILE, BlockIndex, OwnBlockStats, level_blocks, own_block_stats, round_down, round_up,
 };
+use super::decimate::{coarser_tile, even_samples};
 use super::format::{HEADER_FILE, LevelGrid, TerrainHeader, TileHeader, level_grids, tile_path};
 use super::stats::{StatSample, fold_range, window_error};
 use super::{MAX_SIDE, MAX_TILE_CELLS, MIN_TILE_CELLS, SampleType, TileError};
@@ -13,6 +14,7 @@ use crate::io::write_file_atomically;
 use rayon::prelude::*;
 use std::fs::File;
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -129,13 +131,14 @@ pub fn import(
     import_source(field, dir, options, progress)
 }
 
-/// Imports any [`ImportSource`] into `dir`, reading only the windows each tile needs.
+/// Imports any [`ImportSource`] into `dir`, reading only the windows each level-0 tile
+/// needs (the coarser levels are made from the finer ones' samples).
 ///
 /// Durability: tiles are written to temporary files and renamed without waiting, then
-/// synced in batches of 256 by many threads at once, each batch while the next one is
-/// encoded (one `fsync` per tile was the bound of the import), and then dropped from the
-/// page cache; the directories are synced after every tile, and the block
-/// index and the header are written (synced) only then. A crash at any point leaves either
+/// synced in batches of about 256 by many threads at once, each batch while the next rows
+/// are encoded (one `fsync` per tile was the bound of the import), and then dropped from
+/// the page cache; the directories are synced after every tile, and the block index and
+/// the header are written (synced) only then. A crash at any point leaves either
 /// no header (an unfinished import, refused by the reader) or every tile durable.
 pub fn import_source(
     source: &dyn ImportSource,
@@ -220,16 +223,16 @@ fn not_a_directory(dir: &Path) -> TileError {
     }
 }
 
-/// Bytes a tile's statistics and its blocks' take in memory while importing (the job, the
-/// per-tile result, the block index being assembled): generous round figures.
+/// Bytes a tile's statistics and its blocks' take in memory while importing (the per-tile
+/// result, the block index being assembled): generous round figures.
 const MEMORY_PER_TILE: u64 = 64;
 const MEMORY_PER_BLOCK: u64 = 48;
 
 /// Refuses an import into `dir` whose tiles do not fit on the disk (that of the nearest
-/// folder of `dir` that exists), or whose statistics (kept for the block index) do not fit
-/// in the memory available, before anything is written: a terrain of the largest accepted
-/// size would otherwise fill the disk, or be killed for memory seconds in, leaving a
-/// half-written folder.
+/// folder of `dir` that exists), or whose statistics (kept for the block index) and rows
+/// of samples held between levels do not fit in the memory available, before anything is
+/// written: a terrain of the largest accepted size would otherwise fill the disk, or be
+/// killed for memory seconds in, leaving a half-written folder.
 fn check_room(
     dir: &Path,
     sample_type: SampleType,
@@ -257,9 +260,20 @@ fn check_room(
             free,
         });
     }
+    // The even samples held between rows of tiles (`TileWriter::write_all`): a row a
+    // level, and level 0's two rows in hand.
+    let half = u64::from(tile_cells / 2 + 1);
+    let row_bytes = |grid: &LevelGrid| {
+        u64::from(grid.tiles_x).saturating_mul(half * half * sample_type.bytes() as u64)
+    };
+    let rows = levels
+        .iter()
+        .map(row_bytes)
+        .fold(row_bytes(&levels[0]).saturating_mul(2), u64::saturating_add);
     let memory = tiles
         .saturating_mul(MEMORY_PER_TILE)
-        .saturating_add(blocks.saturating_mul(MEMORY_PER_BLOCK));
+        .saturating_add(blocks.saturating_mul(MEMORY_PER_BLOCK))
+        .saturating_add(rows);
     if let Some(available) = available_memory()
         && memory > available
     {
@@ -314,54 +328,26 @@ fn write_pyramid(
             })?;
         }
     }
-    let jobs: Vec<(u32, u32, u32)> = levels
-        .iter()
-        .enumerate()
-        .flat_map(|(level, grid)| {
-            (0..grid.tiles_y)
-                .flat_map(move |ty| (0..grid.tiles_x).map(move |tx| (level as u32, tx, ty)))
-        })
-        .collect();
-    let total = jobs.len() as u64;
-    let done = AtomicU64::new(0);
+    let total: u64 = levels.iter().map(LevelGrid::tiles).sum();
     progress(0, total);
-    let coarsest = levels.len() as u32 - 1;
-    let shape = TileShape {
-        tile_cells,
-        block_cells,
+    let writer = TileWriter {
+        source: field,
+        dir,
+        shape: TileShape {
+            tile_cells,
+            block_cells,
+        },
+        levels: &levels,
+        output,
+        progress,
+        done: AtomicU64::new(0),
+        total,
     };
-    let mut results: Vec<TileResult> = Vec::with_capacity(jobs.len());
-    // Each batch is synced on a thread of its own while the next batch is encoded (the
-    // cores would otherwise idle while the disk commits); every sync has finished before
-    // the directories are synced and the index and header written.
-    std::thread::scope(|scope| {
-        let mut syncing: Option<std::thread::ScopedJoinHandle<'_, Result<(), TileError>>> = None;
-        for batch in jobs.chunks(SYNC_BATCH) {
-            let written = batch
-                .par_iter()
-                .map(|&(level, tx, ty)| {
-                    output.check()?;
-                    let grid = &levels[level as usize];
-                    let (bytes, blocks) =
-                        encode_tile(field, shape, grid, level, tx, ty, level < coarsest)?;
-                    let range = tile_range(&bytes);
-                    let path = tile_path(dir, level, tx, ty);
-                    let file = write_unsynced(&path, &bytes)?;
-                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                    Ok(((level, range, blocks), (path, file)))
-                })
-                .collect::<Result<Vec<(TileResult, (PathBuf, File))>, TileError>>();
-            // The previous batch's sync is waited for even when this batch failed.
-            if let Some(handle) = syncing.take() {
-                join_sync(handle)?;
-            }
-            let (batch_results, files): (Vec<TileResult>, Vec<(PathBuf, File)>) =
-                written?.into_iter().unzip();
-            syncing = Some(scope.spawn(move || sync_all(&files, true)));
-            results.extend(batch_results);
-        }
-        syncing.map_or(Ok(()), join_sync)
-    })?;
+    let results = match field.sample_type() {
+        SampleType::U16 => writer.write_all::<u16>(),
+        SampleType::I16 => writer.write_all::<i16>(),
+        SampleType::F32 => writer.write_all::<f32>(),
+    }?;
     let mut directories: Vec<PathBuf> = Vec::new();
     for (level, grid) in levels.iter().enumerate() {
         let level_dir = dir.join(level.to_string());
@@ -421,6 +407,180 @@ fn write_pyramid(
         tiles,
         header,
     })
+}
+
+/// What writing the tiles of one import needs.
+struct TileWriter<'a> {
+    source: &'a dyn ImportSource,
+    dir: &'a Path,
+    shape: TileShape,
+    levels: &'a [LevelGrid],
+    output: &'a Output,
+    progress: &'a (dyn Fn(u64, u64) + Sync),
+    done: AtomicU64,
+    total: u64,
+}
+
+/// A written row of tiles: each tile's statistics, its file (to sync), and its even samples
+/// (for the coarser level; empty on the coarsest).
+type WrittenRow<T> = (Vec<TileResult>, Vec<(PathBuf, File)>, Vec<Vec<T>>);
+
+impl TileWriter<'_> {
+    /// Writes every tile of every level, samples of type `T`. Level 0 is read from the
+    /// source two rows of tiles at a time, top to bottom (the order a raw file or a
+    /// GeoTIFF's strips read best); a coarser row is written as soon as the two finer rows
+    /// under it are, from their even samples ([`super::decimate`]), while the next two
+    /// rows of level 0 are read. The source is read once: the coarser levels are a third
+    /// more samples, which a procedural source would compute again. Held between rows: one
+    /// row's even samples a level. (Two rows at once, or a coarser row beside level 0's:
+    /// the threads then create files in different folders, each row's own; two threads in
+    /// one folder wait on its lock, 17 % of a raw 16385² import's time.)
+    ///
+    /// Each batch of written files is synced on a thread of its own while the next rows
+    /// are encoded (the cores would otherwise idle while the disk commits); every sync has
+    /// finished when this returns.
+    fn write_all<T: TileSample>(&self) -> Result<Vec<TileResult>, TileError> {
+        let mut results: Vec<TileResult> = Vec::with_capacity(self.total as usize);
+        // Per level, its last even row's even samples while the odd row under it is made.
+        let mut waiting: Vec<Option<Vec<Vec<T>>>> = vec![None; self.levels.len() - 1];
+        let tile_cells = self.shape.tile_cells;
+        std::thread::scope(|scope| {
+            let mut syncing: Option<std::thread::ScopedJoinHandle<'_, Result<(), TileError>>> =
+                None;
+            let mut unsynced: Vec<(PathBuf, File)> = Vec::new();
+            let mut wrote = |rows: Vec<WrittenRow<T>>| {
+                for (mut row_results, mut files, _) in rows {
+                    results.append(&mut row_results);
+                    unsynced.append(&mut files);
+                }
+                if unsynced.len() < SYNC_BATCH {
+                    return Ok(());
+                }
+                let batch = std::mem::take(&mut unsynced);
+                let previous = syncing.replace(scope.spawn(move || sync_all(&batch, true)));
+                previous.map_or(Ok(()), join_sync)
+            };
+            let mut run = || -> Result<(), TileError> {
+                let rows = self.levels[0].tiles_y;
+                // Level 0's last rows and their even samples, for the coarser levels.
+                let mut finer: Vec<(u32, Vec<Vec<T>>)> = Vec::new();
+                for first in (0..rows).step_by(2).map(Some).chain([None]) {
+                    let (coarser, next) = rayon::join(
+                        || self.write_coarser(std::mem::take(&mut finer), &mut waiting),
+                        || {
+                            first.map_or(Ok(Vec::new()), |first| {
+                                self.write_rows(0, first..(first + 2).min(rows), |tx, ty| {
+                                    source_tile(self.source, tile_cells, tx, ty)
+                                })
+                            })
+                        },
+                    );
+                    let (coarser, mut next) = (coarser?, next?);
+                    finer = (first.unwrap_or(0)..)
+                        .zip(next.iter_mut().map(|row| std::mem::take(&mut row.2)))
+                        .collect();
+                    wrote(coarser)?;
+                    wrote(next)?;
+                }
+                Ok(())
+            };
+            let outcome = run();
+            // The last sync is waited for even when writing failed.
+            let synced = syncing.map_or(Ok(()), join_sync);
+            outcome?;
+            synced?;
+            sync_all(&unsynced, true)
+        })?;
+        debug_assert!(waiting.iter().all(Option::is_none), "every row was used");
+        Ok(results)
+    }
+
+    /// Writes the coarser rows that level 0's rows `finer` (index and even samples, in
+    /// order) complete, keeping in `waiting` the even rows whose odd row is still to come.
+    fn write_coarser<T: TileSample>(
+        &self,
+        finer: Vec<(u32, Vec<Vec<T>>)>,
+        waiting: &mut [Option<Vec<Vec<T>>>],
+    ) -> Result<Vec<WrittenRow<T>>, TileError> {
+        let half = self.shape.tile_cells as usize / 2 + 1;
+        let mut written = Vec::new();
+        for (ty, evens) in finer {
+            let (mut level, mut row_y, mut evens) = (0, ty, evens);
+            while level < waiting.len() {
+                let last = row_y + 1 == self.levels[level].tiles_y;
+                let (upper, lower) = match waiting[level].take() {
+                    Some(upper) => (upper, Some(evens)),
+                    None if last => (evens, None),
+                    None => {
+                        waiting[level] = Some(evens);
+                        break;
+                    }
+                };
+                (level, row_y) = (level + 1, row_y / 2);
+                let mut row = self.write_rows(level as u32, row_y..row_y + 1, |tx, _| {
+                    Ok(coarser_tile(&upper, lower.as_deref(), tx as usize, half))
+                })?;
+                evens = std::mem::take(&mut row[0].2);
+                written.append(&mut row);
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes rows `rows` of `level`, tile `(tx, ty)`'s samples made by `samples(tx, ty)`,
+    /// all in parallel; one [`WrittenRow`] a row.
+    fn write_rows<T: TileSample>(
+        &self,
+        level: u32,
+        rows: Range<u32>,
+        samples: impl Fn(u32, u32) -> Result<Vec<T>, TileError> + Sync,
+    ) -> Result<Vec<WrittenRow<T>>, TileError> {
+        let grid = &self.levels[level as usize];
+        let has_coarser = (level as usize) + 1 < self.levels.len();
+        let side = self.shape.tile_cells as usize + 1;
+        let tiles = rows
+            .clone()
+            .flat_map(|ty| (0..grid.tiles_x).map(move |tx| (tx, ty)))
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(tx, ty)| {
+                self.output.check()?;
+                let values = samples(tx, ty)?;
+                let job = TileJob {
+                    shape: self.shape,
+                    grid,
+                    level,
+                    tx,
+                    ty,
+                    has_coarser,
+                    mapping: self.source.mapping(),
+                };
+                let (bytes, blocks) = encode_typed(&values, &job);
+                let range = tile_range(&bytes);
+                let path = tile_path(self.dir, level, tx, ty);
+                let file = write_unsynced(&path, &bytes)?;
+                let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+                (self.progress)(done, self.total);
+                let evens = if has_coarser {
+                    even_samples(&values, side)
+                } else {
+                    Vec::new()
+                };
+                Ok(((level, range, blocks), (path, file), evens))
+            })
+            .collect::<Result<Vec<_>, TileError>>()?;
+        let mut written: Vec<WrittenRow<T>> = Vec::with_capacity(rows.len());
+        for (tile, (result, file, evens)) in tiles.into_iter().enumerate() {
+            if tile % grid.tiles_x as usize == 0 {
+                written.push(Default::default());
+            }
+            let row = written.last_mut().expect("a row was pushed");
+            row.0.push(result);
+            row.1.push(file);
+            row.2.push(evens);
+        }
+        Ok(written)
+    }
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it there, without waiting
@@ -659,6 +819,8 @@ fn tile_range(bytes: &[u8]) -> (f32, f32) {
 trait TileSample: StatSample + Send + Sync {
     const TYPE: SampleType;
     fn extend_le(values: &[Self], out: &mut Vec<u8>);
+    /// The values of `samples` when they are of this type.
+    fn from_samples(samples: Samples) -> Option<Vec<Self>>;
 }
 
 /// Appends `values` little-endian, `N` bytes each, in a loop the compiler vectorises.
@@ -679,12 +841,24 @@ impl TileSample for u16 {
     fn extend_le(values: &[Self], out: &mut Vec<u8>) {
         extend_le_bytes(values, out, Self::to_le_bytes);
     }
+    fn from_samples(samples: Samples) -> Option<Vec<Self>> {
+        match samples {
+            Samples::U16(values) => Some(values),
+            _ => None,
+        }
+    }
 }
 
 impl TileSample for i16 {
     const TYPE: SampleType = SampleType::I16;
     fn extend_le(values: &[Self], out: &mut Vec<u8>) {
         extend_le_bytes(values, out, Self::to_le_bytes);
+    }
+    fn from_samples(samples: Samples) -> Option<Vec<Self>> {
+        match samples {
+            Samples::I16(values) => Some(values),
+            _ => None,
+        }
     }
 }
 
@@ -693,24 +867,26 @@ impl TileSample for f32 {
     fn extend_le(values: &[Self], out: &mut Vec<u8>) {
         extend_le_bytes(values, out, Self::to_le_bytes);
     }
+    fn from_samples(samples: Samples) -> Option<Vec<Self>> {
+        match samples {
+            Samples::F32(values) => Some(values),
+            _ => None,
+        }
+    }
 }
 
-/// The bytes of one tile file and the own statistics of its blocks, from the window of the
-/// source the tile covers (level-0 columns and rows at stride `2^level`, clamped: the
-/// padding of the layout).
-fn encode_tile(
+/// The samples of level-0 tile `(tx, ty)`, `side × side` row-major, from the window of the
+/// source it covers (clamped at the grid's edge: the padding of the layout).
+fn source_tile<T: TileSample>(
     source: &dyn ImportSource,
-    shape: TileShape,
-    grid: &LevelGrid,
-    level: u32,
+    tile_cells: u32,
     tx: u32,
     ty: u32,
-    has_coarser: bool,
-) -> Result<EncodedTile, TileError> {
-    let side = shape.tile_cells + 1;
+) -> Result<Vec<T>, TileError> {
+    let side = tile_cells + 1;
     let source_index = |tile_index: u32, samples: u32, i: u32| -> u32 {
-        let level_index = u64::from(tile_index) * u64::from(shape.tile_cells) + u64::from(i);
-        level_source(level_index, level, samples)
+        let index = u64::from(tile_index) * u64::from(tile_cells) + u64::from(i);
+        level_source(index, 0, samples)
     };
     let cols: Vec<u32> = (0..side)
         .map(|i| source_index(tx, source.width(), i))
@@ -722,30 +898,18 @@ fn encode_tile(
     let distinct = |v: &[u32]| v.iter().position(|&x| x == v[v.len() - 1]).unwrap_or(0) + 1;
     let (n_cols, n_rows) = (distinct(&cols), distinct(&rows));
     let window = source.read_window(&cols[..n_cols], &rows[..n_rows])?;
-    if window.len() != n_cols * n_rows || SampleType::of(&window) != source.sample_type() {
-        return Err(TileError::Source {
+    let (len, sample_type) = (window.len(), SampleType::of(&window));
+    match T::from_samples(window) {
+        Some(values) if len == n_cols * n_rows => {
+            Ok(pad_window(values, n_cols, n_rows, side as usize))
+        }
+        _ => Err(TileError::Source {
             what: format!(
-                "a {n_cols} x {n_rows} window came back as {} {} samples",
-                window.len(),
-                SampleType::of(&window).name()
+                "a {n_cols} x {n_rows} window came back as {len} {} samples",
+                sample_type.name()
             ),
-        });
+        }),
     }
-    let job = TileJob {
-        shape,
-        grid,
-        level,
-        tx,
-        ty,
-        has_coarser,
-        mapping: source.mapping(),
-    };
-    let side = side as usize;
-    Ok(match window {
-        Samples::U16(values) => encode_typed(&pad_window(values, n_cols, n_rows, side), &job),
-        Samples::I16(values) => encode_typed(&pad_window(values, n_cols, n_rows, side), &job),
-        Samples::F32(values) => encode_typed(&pad_window(values, n_cols, n_rows, side), &job),
-    })
 }
 
 /// Extends a `cols × rows` window to `side × side` by repeating its last column and row.

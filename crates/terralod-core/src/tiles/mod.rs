@@ -26,6 +26,7 @@ mod blocks;
 mod cache;
 #[cfg(test)]
 mod cache_tests;
+mod decimate;
 mod detail;
 mod format;
 mod import;
@@ -145,8 +146,8 @@ pub enum TileError {
         free: u64,
     },
     #[error(
-        "the import of {tiles} tiles and {blocks} blocks holds about {:.1} GB of their \
-         statistics in memory, more than the {:.1} GB available: give a larger \
+        "the import of {tiles} tiles and {blocks} blocks holds about {:.1} GB in memory \
+         (their statistics, and a row of tiles' samples a level), more than the {:.1} GB available: give a larger \
          --block-size (fewer blocks), or import on a machine with more memory",
         *needed as f64 / 1e9,
         *available as f64 / 1e9

@@ -720,3 +720,46 @@ fn info_of_a_directory_refuses_a_mapping_that_overflows() {
         fails_naming(&args, "the world mapping overflows f32");
     }
 }
+
+/// An import's open files do not grow with its rows: each tile is closed once written and
+/// opened again to be synced. Rows of 300 two-cell tiles under a limit of 128 open files
+/// (the import kept up to 512 tiles open before; a version holding whole rows open needed
+/// several rows' worth).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_import_of_wide_rows_stays_within_a_small_open_file_limit() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let raw = dir.path().join("wide.r16");
+    let (width, height) = (601u32, 23u32);
+    let bytes: Vec<u8> = (0..width * height)
+        .flat_map(|i| ((i * 7919 % 4001) as u16).to_le_bytes())
+        .collect();
+    std::fs::write(&raw, bytes).expect("writable");
+    let out = dir.path().join("tiles");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 128 && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_terralod"))
+        .args(["import", raw.to_str().expect("UTF-8")])
+        .args(["--raw-size", "601x23", "--tile-size", "2", "--out"])
+        .arg(&out)
+        .output()
+        .expect("sh runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = last_json(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(summary["tiles"], 4541, "every level's tiles");
+    let info = last_json(&ok(&["info", "--json", out.to_str().expect("UTF-8")]));
+    let file_info = last_json(&ok(&[
+        "info",
+        "--json",
+        "--raw-size",
+        "601x23",
+        raw.to_str().expect("UTF-8"),
+    ]));
+    assert_eq!(info["world_max"], file_info["world_max"]);
+}

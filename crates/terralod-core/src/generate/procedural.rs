@@ -1,7 +1,7 @@
 //! The built-in terrain without erosion, as a function of position only: for terrains too
 //! large to generate whole (erosion is global, it needs the whole grid). Any sample is
-//! computed alone from its grid position, so an import makes any tile by itself, at any
-//! level's stride, and never holds the terrain.
+//! computed alone from its grid position, so any window (an import's level-0 tiles, or a
+//! coarser level's at its stride) is made by itself, and the terrain is never held.
 //!
 //! Same noise layers as [`super::generate`] for a seed (domain warp, ridged mask, dome,
 //! octaves up to what the size resolves), but the warp and mask are evaluated exactly at

@@ -260,20 +260,10 @@ fn check_room(
             free,
         });
     }
-    // The even samples held between rows of tiles (`TileWriter::write_all`): a row a
-    // level, and level 0's two rows in hand.
-    let half = u64::from(tile_cells / 2 + 1);
-    let row_bytes = |grid: &LevelGrid| {
-        u64::from(grid.tiles_x).saturating_mul(half * half * sample_type.bytes() as u64)
-    };
-    let rows = levels
-        .iter()
-        .map(row_bytes)
-        .fold(row_bytes(&levels[0]).saturating_mul(2), u64::saturating_add);
     let memory = tiles
         .saturating_mul(MEMORY_PER_TILE)
         .saturating_add(blocks.saturating_mul(MEMORY_PER_BLOCK))
-        .saturating_add(rows);
+        .saturating_add(held_row_bytes(levels, tile_cells, sample_type));
     if let Some(available) = available_memory()
         && memory > available
     {
@@ -355,14 +345,7 @@ fn write_pyramid(
         directories.push(level_dir);
     }
     directories.push(dir.to_path_buf());
-    let directories = directories
-        .into_iter()
-        .map(|path| match File::open(&path) {
-            Ok(file) => Ok((path, file)),
-            Err(source) => Err(TileError::Io { path, source }),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    sync_all(&directories, false)?;
+    sync_all(&directories, Synced::Directories)?;
     let (min_height, max_height) = results.iter().filter(|(level, ..)| *level == 0).fold(
         (f32::INFINITY, f32::NEG_INFINITY),
         |(lo, hi), (_, (a, b), _)| (lo.min(*a), hi.max(*b)),
@@ -394,11 +377,7 @@ fn write_pyramid(
     }
     write_file_atomically(&dir.join(BLOCKS_FILE), |out| out.write_all(&index_bytes))?;
     // The index's rename must be durable before the header can appear.
-    let root = File::open(dir).map_err(|source| TileError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    sync_all(&[(dir.to_path_buf(), root)], false)?;
+    sync_all(&[dir.to_path_buf()], Synced::Directories)?;
     let header_bytes = header.encode();
     write_file_atomically(&dir.join(HEADER_FILE), |out| out.write_all(&header_bytes))?;
     let tiles = header.total_tiles();
@@ -423,22 +402,28 @@ struct TileWriter<'a> {
 
 /// A written row of tiles: each tile's statistics, its file (to sync), and its even samples
 /// (for the coarser level; empty on the coarsest).
-type WrittenRow<T> = (Vec<TileResult>, Vec<(PathBuf, File)>, Vec<Vec<T>>);
+type WrittenRow<T> = (Vec<TileResult>, Vec<PathBuf>, Vec<Vec<T>>);
+
+/// Level-0 tiles written at a time, about (whole rows, an even number of them, at least
+/// two): enough to keep every core busy on a narrow terrain.
+const STEP_TILES: u32 = 256;
 
 impl TileWriter<'_> {
     /// Writes every tile of every level, samples of type `T`. Level 0 is read from the
-    /// source two rows of tiles at a time, top to bottom (the order a raw file or a
-    /// GeoTIFF's strips read best); a coarser row is written as soon as the two finer rows
-    /// under it are, from their even samples ([`super::decimate`]), while the next two
-    /// rows of level 0 are read. The source is read once: the coarser levels are a third
-    /// more samples, which a procedural source would compute again. Held between rows: one
-    /// row's even samples a level. (Two rows at once, or a coarser row beside level 0's:
-    /// the threads then create files in different folders, each row's own; two threads in
-    /// one folder wait on its lock, 17 % of a raw 16385² import's time.)
+    /// source a few rows of tiles at a time (at least two, about [`STEP_TILES`] tiles), top
+    /// to bottom (the order a raw file or a GeoTIFF's strips read best); a coarser row is
+    /// written as soon as the two finer rows under it are, from their even samples
+    /// ([`super::decimate`]), while the next rows of level 0 are read. The source is read
+    /// once: the coarser levels are a third more samples, which a procedural source would
+    /// compute again. Held between steps: the even samples of level 0's rows in hand and
+    /// of a row or so a coarser level ([`held_row_bytes`]). (Two rows at once, or a coarser
+    /// row beside level 0's: two threads then create files in different folders, each
+    /// row's own; two threads in one folder wait on its lock, 17 % of a raw 16385²
+    /// import's time on two cores.)
     ///
-    /// Each batch of written files is synced on a thread of its own while the next rows
-    /// are encoded (the cores would otherwise idle while the disk commits); every sync has
-    /// finished when this returns.
+    /// The written files are synced in batches of at least [`SYNC_BATCH`], each on a
+    /// thread of its own while the next rows are encoded (the cores would otherwise idle
+    /// while the disk commits); every sync has finished when this returns.
     fn write_all<T: TileSample>(&self) -> Result<Vec<TileResult>, TileError> {
         let mut results: Vec<TileResult> = Vec::with_capacity(self.total as usize);
         // Per level, its last even row's even samples while the odd row under it is made.
@@ -447,7 +432,7 @@ impl TileWriter<'_> {
         std::thread::scope(|scope| {
             let mut syncing: Option<std::thread::ScopedJoinHandle<'_, Result<(), TileError>>> =
                 None;
-            let mut unsynced: Vec<(PathBuf, File)> = Vec::new();
+            let mut unsynced: Vec<PathBuf> = Vec::new();
             let mut wrote = |rows: Vec<WrittenRow<T>>| {
                 for (mut row_results, mut files, _) in rows {
                     results.append(&mut row_results);
@@ -457,30 +442,35 @@ impl TileWriter<'_> {
                     return Ok(());
                 }
                 let batch = std::mem::take(&mut unsynced);
-                let previous = syncing.replace(scope.spawn(move || sync_all(&batch, true)));
+                let previous =
+                    syncing.replace(scope.spawn(move || sync_all(&batch, Synced::Tiles)));
                 previous.map_or(Ok(()), join_sync)
             };
             let mut run = || -> Result<(), TileError> {
-                let rows = self.levels[0].tiles_y;
+                let LevelGrid {
+                    tiles_x, tiles_y, ..
+                } = self.levels[0];
+                let step = rows_a_step(tiles_x);
                 // Level 0's last rows and their even samples, for the coarser levels.
                 let mut finer: Vec<(u32, Vec<Vec<T>>)> = Vec::new();
-                for first in (0..rows).step_by(2).map(Some).chain([None]) {
+                for first in (0..tiles_y).step_by(step as usize).map(Some).chain([None]) {
                     let (coarser, next) = rayon::join(
                         || self.write_coarser(std::mem::take(&mut finer), &mut waiting),
                         || {
                             first.map_or(Ok(Vec::new()), |first| {
-                                self.write_rows(0, first..(first + 2).min(rows), |tx, ty| {
+                                let rows = first..(first + step).min(tiles_y);
+                                self.write_rows(0, rows, |tx, ty| {
                                     source_tile(self.source, tile_cells, tx, ty)
                                 })
                             })
                         },
                     );
-                    let (coarser, mut next) = (coarser?, next?);
+                    let (mut coarser, mut next) = (coarser?, next?);
                     finer = (first.unwrap_or(0)..)
                         .zip(next.iter_mut().map(|row| std::mem::take(&mut row.2)))
                         .collect();
+                    coarser.append(&mut next);
                     wrote(coarser)?;
-                    wrote(next)?;
                 }
                 Ok(())
             };
@@ -489,7 +479,7 @@ impl TileWriter<'_> {
             let synced = syncing.map_or(Ok(()), join_sync);
             outcome?;
             synced?;
-            sync_all(&unsynced, true)
+            sync_all(&unsynced, Synced::Tiles)
         })?;
         debug_assert!(waiting.iter().all(Option::is_none), "every row was used");
         Ok(results)
@@ -558,7 +548,7 @@ impl TileWriter<'_> {
                 let (bytes, blocks) = encode_typed(&values, &job);
                 let range = tile_range(&bytes);
                 let path = tile_path(self.dir, level, tx, ty);
-                let file = write_unsynced(&path, &bytes)?;
+                write_unsynced(&path, &bytes)?;
                 let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
                 (self.progress)(done, self.total);
                 let evens = if has_coarser {
@@ -566,27 +556,49 @@ impl TileWriter<'_> {
                 } else {
                     Vec::new()
                 };
-                Ok(((level, range, blocks), (path, file), evens))
+                Ok(((level, range, blocks), path, evens))
             })
             .collect::<Result<Vec<_>, TileError>>()?;
         let mut written: Vec<WrittenRow<T>> = Vec::with_capacity(rows.len());
-        for (tile, (result, file, evens)) in tiles.into_iter().enumerate() {
+        for (tile, (result, path, evens)) in tiles.into_iter().enumerate() {
             if tile % grid.tiles_x as usize == 0 {
                 written.push(Default::default());
             }
             let row = written.last_mut().expect("a row was pushed");
             row.0.push(result);
-            row.1.push(file);
+            row.1.push(path);
             row.2.push(evens);
         }
         Ok(written)
     }
 }
 
+/// Level-0 rows of tiles written at a time on a level of `tiles_x` tiles a row.
+fn rows_a_step(tiles_x: u32) -> u32 {
+    STEP_TILES.div_ceil(tiles_x).next_multiple_of(2).max(2)
+}
+
+/// Bytes of the even samples an import holds between steps at most ([`TileWriter::write_all`]):
+/// level 0's rows of two steps (those the coarser levels are being made from, and those
+/// being read), and per coarser level three rows (one waiting for the row under it, the
+/// two a coarser row is being made from).
+fn held_row_bytes(levels: &[LevelGrid], tile_cells: u32, sample_type: SampleType) -> u64 {
+    let half = u64::from(tile_cells / 2 + 1);
+    let row = |grid: &LevelGrid| {
+        u64::from(grid.tiles_x).saturating_mul(half * half * sample_type.bytes() as u64)
+    };
+    let finest = row(&levels[0]).saturating_mul(2 * u64::from(rows_a_step(levels[0].tiles_x)));
+    levels[1..]
+        .iter()
+        .map(|grid| row(grid).saturating_mul(3))
+        .fold(finest, u64::saturating_add)
+}
+
 /// Writes `bytes` to a temporary file beside `path` and renames it there, without waiting
-/// for the disk; the caller syncs the returned file (the rename keeps readers, and reruns,
-/// from ever seeing a half-written tile).
-fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<File, TileError> {
+/// for the disk; the caller syncs the file later (the rename keeps readers, and reruns,
+/// from ever seeing a half-written tile). The file is closed: an import holds no tile open
+/// between writing and syncing it, so its open files do not grow with its rows' width.
+fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<(), TileError> {
     let io = |source| TileError::Io {
         path: path.to_path_buf(),
         source,
@@ -596,8 +608,7 @@ fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<File, TileError> {
     let temporary = PathBuf::from(temporary);
     let mut file = File::create(&temporary).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
-    std::fs::rename(&temporary, path).map_err(io)?;
-    Ok(file)
+    std::fs::rename(&temporary, path).map_err(io)
 }
 
 /// The outcome of a sync thread (a panic in it becomes an I/O error, not a panic here).
@@ -614,26 +625,41 @@ fn sync_panicked() -> TileError {
     }
 }
 
-/// Syncs every file (or directory) on up to [`SYNC_THREADS`] threads at once, so that the
-/// file system commits them together; with `drop_pages`, each file's pages then leave the
-/// page cache ([`drop_cached`]).
-fn sync_all(files: &[(PathBuf, File)], drop_pages: bool) -> Result<(), TileError> {
-    if files.is_empty() {
+/// What [`sync_all`] syncs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Synced {
+    /// Written tiles: opened for writing (what syncing a file asks on some systems), and
+    /// their pages dropped from the page cache once synced ([`drop_cached`]).
+    Tiles,
+    /// Folders, so that the renames in them are durable: opened for reading.
+    Directories,
+}
+
+/// Opens and syncs every file (or directory) of `paths` on up to [`SYNC_THREADS`] threads
+/// at once, so that the file system commits them together.
+fn sync_all(paths: &[PathBuf], what: Synced) -> Result<(), TileError> {
+    if paths.is_empty() {
         return Ok(());
     }
-    let per_thread = files.len().div_ceil(SYNC_THREADS);
+    let per_thread = paths.len().div_ceil(SYNC_THREADS);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = files
+        let handles: Vec<_> = paths
             .chunks(per_thread)
             .map(|chunk| {
                 scope.spawn(move || {
-                    for (path, file) in chunk {
-                        file.sync_all().map_err(|source| TileError::Io {
+                    for path in chunk {
+                        let io = |source| TileError::Io {
                             path: path.clone(),
                             source,
-                        })?;
-                        if drop_pages {
-                            drop_cached(file);
+                        };
+                        let file = match what {
+                            Synced::Tiles => File::options().write(true).open(path),
+                            Synced::Directories => File::open(path),
+                        }
+                        .map_err(io)?;
+                        file.sync_all().map_err(io)?;
+                        if what == Synced::Tiles {
+                            drop_cached(&file);
                         }
                     }
                     Ok(())

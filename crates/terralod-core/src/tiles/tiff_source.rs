@@ -175,7 +175,7 @@ impl TiffFileSource {
 
     /// Sizes the chunk cache for imports of `tile_cells`-cell tiles: the chunks under one
     /// band of level-0 tiles per import thread, and half again (the tile jobs of a band
-    /// share its chunks; each thread works in its own band), within 64 MiB ..= 1 GiB. A
+    /// share its chunks; each thread works in one band at a time), within 64 MiB ..= 1 GiB. A
     /// band larger than that is decoded again for every tile that needs it.
     pub fn with_tile_cells(self, tile_cells: u32) -> TiffFileSource {
         let (cols, rows) = self.chunk_cells;

@@ -736,7 +736,9 @@ fn an_import_of_wide_rows_stays_within_a_small_open_file_limit() {
         .collect();
     std::fs::write(&raw, bytes).expect("writable");
     let out = dir.path().join("tiles");
+    // Rayon's threads each hold a tile being written: a few, whatever the machine.
     let output = Command::new("sh")
+        .env("RAYON_NUM_THREADS", "4")
         .arg("-c")
         .arg("ulimit -n 128 && exec \"$@\"")
         .arg("sh")

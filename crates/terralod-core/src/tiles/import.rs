@@ -114,8 +114,8 @@ impl ImportSource for Heightfield {
     }
 }
 
-/// Tiles written between two rounds of syncs: enough for the file system to commit many
-/// files per journal transaction, few enough to keep the open files and dirty pages bounded.
+/// Fewest tiles synced in one round (a round takes whole steps of [`TileWriter::write_all`]):
+/// enough for the file system to commit many files per journal transaction.
 const SYNC_BATCH: usize = 256;
 /// Threads syncing one batch: concurrent `fsync`s share journal commits (group commit).
 const SYNC_THREADS: usize = 32;
@@ -135,7 +135,7 @@ pub fn import(
 /// needs (the coarser levels are made from the finer ones' samples).
 ///
 /// Durability: tiles are written to temporary files and renamed without waiting, then
-/// synced in batches of about 256 by many threads at once, each batch while the next rows
+/// synced in batches of at least 256 by many threads at once, each batch while the next rows
 /// are encoded (one `fsync` per tile was the bound of the import), and then dropped from
 /// the page cache; the directories are synced after every tile, and the block index and
 /// the header are written (synced) only then. A crash at any point leaves either
@@ -149,7 +149,7 @@ pub fn import_source(
     let field = source;
     check_import_target(dir, options)?;
     for (what, value) in [("width", field.width()), ("height", field.height())] {
-        if value > MAX_SIDE {
+        if !(2..=MAX_SIDE).contains(&value) {
             return Err(TileError::OutOfRange {
                 path: dir.to_path_buf(),
                 what,
@@ -404,13 +404,13 @@ struct TileWriter<'a> {
 /// (for the coarser level; empty on the coarsest).
 type WrittenRow<T> = (Vec<TileResult>, Vec<PathBuf>, Vec<Vec<T>>);
 
-/// Level-0 tiles written at a time, about (whole rows, an even number of them, at least
-/// two): enough to keep every core busy on a narrow terrain.
+/// Fewest level-0 tiles written at a time, unless two rows hold more ([`rows_a_step`]):
+/// enough to keep every core busy on a narrow terrain.
 const STEP_TILES: u32 = 256;
 
 impl TileWriter<'_> {
     /// Writes every tile of every level, samples of type `T`. Level 0 is read from the
-    /// source a few rows of tiles at a time (at least two, about [`STEP_TILES`] tiles), top
+    /// source a few rows of tiles at a time (two, or more to reach [`STEP_TILES`]), top
     /// to bottom (the order a raw file or a GeoTIFF's strips read best); a coarser row is
     /// written as soon as the two finer rows under it are, from their even samples
     /// ([`super::decimate`]), while the next rows of level 0 are read. The source is read
@@ -573,9 +573,13 @@ impl TileWriter<'_> {
     }
 }
 
-/// Level-0 rows of tiles written at a time on a level of `tiles_x` tiles a row.
+/// Level-0 rows of tiles written at a time on a level of `tiles_x` tiles a row: an even
+/// number, at least two, and enough to make [`STEP_TILES`] tiles.
 fn rows_a_step(tiles_x: u32) -> u32 {
-    STEP_TILES.div_ceil(tiles_x).next_multiple_of(2).max(2)
+    STEP_TILES
+        .div_ceil(tiles_x.max(1))
+        .next_multiple_of(2)
+        .max(2)
 }
 
 /// Bytes of the even samples an import holds between steps at most ([`TileWriter::write_all`]):
@@ -598,6 +602,10 @@ fn held_row_bytes(levels: &[LevelGrid], tile_cells: u32, sample_type: SampleType
 /// for the disk; the caller syncs the file later (the rename keeps readers, and reruns,
 /// from ever seeing a half-written tile). The file is closed: an import holds no tile open
 /// between writing and syncing it, so its open files do not grow with its rows' width.
+/// (Syncing through a new descriptor makes the data as durable; a write error the kernel
+/// met in the background is reported to it since Linux 4.17, unless the file's inode left
+/// memory between the close and the sync, seconds apart. A close error, which only some
+/// network file systems give, is not seen.)
 fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<(), TileError> {
     let io = |source| TileError::Io {
         path: path.to_path_buf(),

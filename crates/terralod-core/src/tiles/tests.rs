@@ -109,9 +109,11 @@ fn round_trip_matches_the_source_and_a_brute_force_recomputation() {
         (2, 2, 2),
         (130, 257, 64),
         (9, 40, 4),
-        // Two-cell tiles on a wide, short grid: 300 tiles a row at level 0 (more than an
-        // import writes at a time), odd tile counts at several levels, seven levels.
+        // Two-cell tiles on a wide, short grid: 300 tiles a row at level 0 (wider than a
+        // step of the import's least tiles), odd tile counts at several levels, ten levels;
+        // and on a narrow, tall one: 2 tiles a row, 300 rows in three steps of 128 rows.
         (601, 23, 2),
+        (5, 601, 2),
     ];
     for (case, &(width, height, cells)) in cases.iter().enumerate() {
         for sample_type in sample_types() {

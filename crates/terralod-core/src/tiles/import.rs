@@ -402,7 +402,11 @@ struct TileWriter<'a> {
 
 /// A written row of tiles: each tile's statistics, its file (to sync), and its even samples
 /// (for the coarser level; empty on the coarsest).
-type WrittenRow<T> = (Vec<TileResult>, Vec<PathBuf>, Vec<Vec<T>>);
+struct WrittenRow<T> {
+    results: Vec<TileResult>,
+    paths: Vec<PathBuf>,
+    evens: Vec<Vec<T>>,
+}
 
 /// Fewest level-0 tiles written at a time, unless two rows hold more ([`rows_a_step`]):
 /// enough to keep every core busy on a narrow terrain.
@@ -434,9 +438,9 @@ impl TileWriter<'_> {
                 None;
             let mut unsynced: Vec<PathBuf> = Vec::new();
             let mut wrote = |rows: Vec<WrittenRow<T>>| {
-                for (mut row_results, mut files, _) in rows {
-                    results.append(&mut row_results);
-                    unsynced.append(&mut files);
+                for mut row in rows {
+                    results.append(&mut row.results);
+                    unsynced.append(&mut row.paths);
                 }
                 if unsynced.len() < SYNC_BATCH {
                     return Ok(());
@@ -467,7 +471,7 @@ impl TileWriter<'_> {
                     );
                     let (mut coarser, mut next) = (coarser?, next?);
                     finer = (first.unwrap_or(0)..)
-                        .zip(next.iter_mut().map(|row| std::mem::take(&mut row.2)))
+                        .zip(next.iter_mut().map(|row| std::mem::take(&mut row.evens)))
                         .collect();
                     coarser.append(&mut next);
                     wrote(coarser)?;
@@ -510,7 +514,7 @@ impl TileWriter<'_> {
                 let mut row = self.write_rows(level as u32, row_y..row_y + 1, |tx, _| {
                     Ok(coarser_tile(&upper, lower.as_deref(), tx as usize, half))
                 })?;
-                evens = std::mem::take(&mut row[0].2);
+                evens = std::mem::take(&mut row[0].evens);
                 written.append(&mut row);
             }
         }
@@ -562,12 +566,16 @@ impl TileWriter<'_> {
         let mut written: Vec<WrittenRow<T>> = Vec::with_capacity(rows.len());
         for (tile, (result, path, evens)) in tiles.into_iter().enumerate() {
             if tile % grid.tiles_x as usize == 0 {
-                written.push(Default::default());
+                written.push(WrittenRow {
+                    results: Vec::new(),
+                    paths: Vec::new(),
+                    evens: Vec::new(),
+                });
             }
             let row = written.last_mut().expect("a row was pushed");
-            row.0.push(result);
-            row.1.push(path);
-            row.2.push(evens);
+            row.results.push(result);
+            row.paths.push(path);
+            row.evens.push(evens);
         }
         Ok(written)
     }

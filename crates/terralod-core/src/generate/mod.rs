@@ -28,6 +28,8 @@ mod erosion;
 mod noise;
 mod procedural;
 mod resample;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 use crate::heightfield::{Heightfield, HeightfieldError, MIN_SIDE, WorldMapping};
 use erosion::{Eroder, min_max};
@@ -425,6 +427,13 @@ impl Layer {
         (x, y)
     }
 
+    /// Whether the mountain mask blends this octave with its ridged form
+    /// ([`octave_basis`]).
+    #[inline(always)]
+    fn is_ridged(&self) -> bool {
+        self.frequency <= RIDGED_UP_TO * BASE_FREQUENCY
+    }
+
     /// Noise at map position `(u, v)`, without the amplitude.
     #[inline]
     fn sample(&self, u: f32, v: f32) -> f32 {
@@ -624,13 +633,28 @@ impl OctaveRows {
             noise,
             buffers,
         } = self;
-        noise.resize(pu.len(), 0.0);
         for (layer, cell) in octaves.iter().zip(cells) {
-            layer.sample_row((pu, pv), cell, buffers, noise);
-            for ((s, &n), &r) in sum.iter_mut().zip(noise.iter()).zip(ridged) {
-                *s += layer.amplitude * octave_basis(layer, n, r);
-            }
+            add_octave_row(layer, (pu, pv), cell, buffers, noise, ridged, sum);
         }
+    }
+}
+
+/// Adds octave `layer` at the warped positions `at` to `sum`, with the mountain mask
+/// `ridged`, keeping its last lattice cell in `cell`; `noise` is scratch.
+#[inline(always)]
+fn add_octave_row(
+    layer: &Layer,
+    at: (&[f32], &[f32]),
+    cell: &mut CellGradients,
+    buffers: &mut RowBuffers,
+    noise: &mut Vec<f32>,
+    ridged: &[f32],
+    sum: &mut [f32],
+) {
+    noise.resize(at.0.len(), 0.0);
+    layer.sample_row(at, cell, buffers, noise);
+    for ((s, &n), &r) in sum.iter_mut().zip(noise.iter()).zip(ridged) {
+        *s += layer.amplitude * octave_basis(layer, n, r);
     }
 }
 
@@ -639,7 +663,7 @@ impl OctaveRows {
 /// mountain mask.
 #[inline]
 fn octave_basis(layer: &Layer, n: f32, ridged: f32) -> f32 {
-    if layer.frequency > RIDGED_UP_TO * BASE_FREQUENCY {
+    if !layer.is_ridged() {
         return n;
     }
     let crest = 1.0 - n.abs();

@@ -6,7 +6,7 @@ const H: f32 = std::f32::consts::FRAC_1_SQRT_2;
 
 /// Sixteen unit gradients, 22.5° apart. Literals parse to the same bits everywhere; more
 /// directions than Perlin's four diagonals keep ridges from lining up with the axes.
-const GRADIENTS: [(f32, f32); 16] = [
+pub(super) const GRADIENTS: [(f32, f32); 16] = [
     (1.0, 0.0),
     (0.923_879_5, 0.382_683_43),
     (H, H),
@@ -26,7 +26,7 @@ const GRADIENTS: [(f32, f32); 16] = [
 ];
 
 /// Brings 2-D gradient noise with unit gradients (extremes ±√½) to about ±1.
-const NOISE_SCALE: f32 = std::f32::consts::SQRT_2;
+pub(super) const NOISE_SCALE: f32 = std::f32::consts::SQRT_2;
 
 /// Mixes 64 bits (the finaliser of SplitMix64): every input bit affects every output bit.
 #[inline]
@@ -48,6 +48,12 @@ fn corner_hash(seed: u64, ix: i32, iy: i32) -> u64 {
     let x = u64::from(ix as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let y = u64::from(iy as u32).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     mix64(seed ^ x ^ y.rotate_left(32))
+}
+
+/// Which of the [`GRADIENTS`] lattice corner `(ix, iy)` of layer `seed` has.
+#[inline(always)]
+pub(super) fn gradient_index(seed: u64, ix: i32, iy: i32) -> usize {
+    (corner_hash(seed, ix, iy) >> 60) as usize
 }
 
 /// Largest lattice coordinate (absolute) the noise is defined for: below it, `floor` is
@@ -102,7 +108,7 @@ impl CellGradients {
     fn enter(&mut self, seed: u64, cx: f32, cy: f32) {
         if self.cell != Some((cx, cy)) {
             let (ix, iy) = (cx as i32, cy as i32);
-            let gradient = |ix, iy| GRADIENTS[(corner_hash(seed, ix, iy) >> 60) as usize];
+            let gradient = |ix, iy| GRADIENTS[gradient_index(seed, ix, iy)];
             *self = CellGradients {
                 cell: Some((cx, cy)),
                 gradients: [

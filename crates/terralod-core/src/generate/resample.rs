@@ -41,7 +41,7 @@ fn taps(from: usize, to: usize) -> Vec<Taps> {
 }
 
 /// Catmull-Rom weights at `t` in [0, 1]: interpolating, C¹, and they sum to one.
-fn catmull_rom(t: f32) -> [f32; 4] {
+pub(super) fn catmull_rom(t: f32) -> [f32; 4] {
     let t2 = t * t;
     let t3 = t2 * t;
     [

@@ -276,14 +276,17 @@ struct CoarseRows {
     vs: Vec<f32>,
     /// The fields at the coarse points of one row.
     points: [Vec<f32>; FIELDS],
-    first: Vec<f32>,
-    second: Vec<f32>,
+    noise_a: Vec<f32>,
+    noise_b: Vec<f32>,
     cells: LayerCells,
     octave_rows: OctaveRows,
 }
 
+const _: () = assert!(CoarseRows::KEPT >= 4, "a window row needs four coarse rows");
+
 impl CoarseRows {
-    /// Rows kept: a window row needs four, the next one at most one more.
+    /// Rows kept: at least the four a window row needs (then any order works); eight
+    /// keep those of the next rows too when rows ascend.
     const KEPT: usize = 8;
 
     fn new(terrain: &ProceduralTerrain, columns: &CoarseAxis) -> CoarseRows {
@@ -297,8 +300,8 @@ impl CoarseRows {
                 .collect(),
             vs: Vec::new(),
             points: Default::default(),
-            first: Vec::new(),
-            second: Vec::new(),
+            noise_a: Vec::new(),
+            noise_b: Vec::new(),
             cells: LayerCells::EMPTY,
             octave_rows: OctaveRows::default(),
         }
@@ -359,8 +362,8 @@ impl CoarseRows {
         let m = self.us.len();
         self.vs.clear();
         self.vs.resize(m, terrain.coarse_position(line));
-        self.first.resize(m, 0.0);
-        self.second.resize(m, 0.0);
+        self.noise_a.resize(m, 0.0);
+        self.noise_b.resize(m, 0.0);
         for field in &mut self.points {
             field.resize(m, 0.0);
         }
@@ -389,8 +392,8 @@ impl CoarseRows {
                 &self.vs,
             ),
         ] {
-            pair[0].sample_row(at, &mut cells[0], buffers, &mut self.first);
-            pair[1].sample_row(at, &mut cells[1], buffers, &mut self.second);
+            pair[0].sample_row(at, &mut cells[0], buffers, &mut self.noise_a);
+            pair[1].sample_row(at, &mut cells[1], buffers, &mut self.noise_b);
             // Plain loops, so they compile inside the wide window too (an `extend` of a
             // `map` stayed an out-of-line baseline function there).
             position.resize(m, 0.0);
@@ -398,8 +401,8 @@ impl CoarseRows {
                 .iter_mut()
                 .zip(position.iter_mut())
                 .zip(along.iter())
-                .zip(&self.first)
-                .zip(&self.second)
+                .zip(&self.noise_a)
+                .zip(&self.noise_b)
             {
                 *o = warp_offset(pair, a, b);
                 *p = at + *o;
@@ -407,8 +410,8 @@ impl CoarseRows {
         }
         layers
             .mask
-            .sample_row(at, &mut self.cells.mask, buffers, &mut self.first);
-        for (r, &n) in ridged.iter_mut().zip(&self.first) {
+            .sample_row(at, &mut self.cells.mask, buffers, &mut self.noise_a);
+        for (r, &n) in ridged.iter_mut().zip(&self.noise_a) {
             *r = ridged_share(n);
         }
         sum.clear();
@@ -460,7 +463,10 @@ impl ImportSource for ProceduralTerrain {
             #[allow(unsafe_code)]
             return Ok(Samples::U16(unsafe { self.window_wide(cols, rows) }));
         }
-        Ok(Samples::U16(self.window::<false>(cols, rows, BAND_SAMPLES)))
+        // SAFETY: not `WIDE`.
+        #[allow(unsafe_code)]
+        let values = unsafe { self.window::<false>(cols, rows, BAND_SAMPLES) };
+        Ok(Samples::U16(values))
     }
 }
 
@@ -475,8 +481,9 @@ fn wide_lanes() -> bool {
 impl ProceduralTerrain {
     /// [`ProceduralTerrain::window`] compiled for AVX-512, chosen at run time (the
     /// release build targets baseline x86-64, whose lanes are 4 floats and which has no
-    /// vector 64-bit product for the lattice hashes): 1.5 × faster on the 2-core EPYC
-    /// (BENCHMARKS, "the procedural source in wider lanes"). The same exactly rounded
+    /// vector 64-bit product for the lattice hashes), whose fine octaves run in
+    /// [`super::wide`] (BENCHMARKS, "the procedural source's smooth layers on a coarse
+    /// grid"). The same exactly rounded
     /// operations in each lane, so the same bits (Rust never fuses a multiply and an
     /// add, though AVX-512 has FMA); `a_window_read_row_by_row_equals_its_samples_computed_alone`
     /// compares this path with the scalar `raw` wherever the CPU has it, in release in
@@ -484,14 +491,22 @@ impl ProceduralTerrain {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
     fn window_wide(&self, cols: &[u32], rows: &[u32]) -> Vec<u16> {
-        self.window::<true>(cols, rows, BAND_SAMPLES)
+        // SAFETY: this function's features are those `WIDE` needs.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.window::<true>(cols, rows, BAND_SAMPLES)
+        }
     }
 
     /// [`Self::window_wide`] in bands of `band_samples`, for tests.
     #[cfg(all(test, target_arch = "x86_64"))]
     #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
     fn window_wide_in_bands(&self, cols: &[u32], rows: &[u32], band_samples: usize) -> Vec<u16> {
-        self.window::<true>(cols, rows, band_samples)
+        // SAFETY: as `window_wide`.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.window::<true>(cols, rows, band_samples)
+        }
     }
 
     /// The samples of columns `cols` and rows `rows`, a band of rows (`band_samples` or
@@ -501,17 +516,24 @@ impl ProceduralTerrain {
     /// computes an octave in AVX-512 lanes wherever the band is dense enough for a table
     /// of its cells ([`super::wide`]); otherwise it goes row by row, each row hashing a
     /// lattice cell once and computing in vector lanes.
+    ///
+    /// # Safety
+    /// With `WIDE`, the CPU has AVX-512 F, BW, DQ and VL ([`wide_lanes`]).
     #[inline(always)]
-    fn window<const WIDE: bool>(
+    #[allow(unsafe_code)]
+    unsafe fn window<const WIDE: bool>(
         &self,
         cols: &[u32],
         rows: &[u32],
         band_samples: usize,
     ) -> Vec<u16> {
         let n = cols.len();
-        let columns = CoarseAxis::new(cols, self.stride);
-        let lines = CoarseAxis::new(rows, self.stride);
-        let mut coarse = CoarseRows::new(self, &columns);
+        if n == 0 || rows.is_empty() {
+            return Vec::new();
+        }
+        let column_axis = CoarseAxis::new(cols, self.stride);
+        let row_axis = CoarseAxis::new(rows, self.stride);
+        let mut coarse = CoarseRows::new(self, &column_axis);
         let us: Vec<f32> = cols.iter().map(|&col| col as f32 * self.step).collect();
         let mut fields: [Vec<f32>; FIELDS] = std::array::from_fn(|_| vec![0.0; n]);
         // The band's buffers are kept per thread: allocated afresh for every tile of an
@@ -521,13 +543,13 @@ impl ProceduralTerrain {
         let mut octave_rows = OctaveRows::default();
         let mut values = Vec::with_capacity(n * rows.len());
         let rows_a_band = (band_samples / n.max(1)).max(1);
-        for (b, band_rows) in rows.chunks(rows_a_band).enumerate() {
+        for (band_index, band_rows) in rows.chunks(rows_a_band).enumerate() {
             band.clear();
-            for (k, &row) in band_rows.iter().enumerate() {
-                let k = b * rows_a_band + k;
-                let first = lines.first[k];
-                let down = self.weights[lines.phase[k]];
-                let around = coarse.get(self, &columns, &lines.lines[first..first + 4]);
+            for (in_band, &row) in band_rows.iter().enumerate() {
+                let row_index = band_index * rows_a_band + in_band;
+                let first = row_axis.first[row_index];
+                let down = self.weights[row_axis.phase[row_index]];
+                let around = coarse.get(self, &column_axis, &row_axis.lines[first..first + 4]);
                 for (f, field) in fields.iter_mut().enumerate() {
                     let [a, b, c, d] = [0, 1, 2, 3].map(|t| around[t][f].as_slice());
                     for ((((out, &a), &b), &c), &d) in field.iter_mut().zip(a).zip(b).zip(c).zip(d)
@@ -537,16 +559,24 @@ impl ProceduralTerrain {
                 }
                 band.push_row(row as f32 * self.step, &us, &fields);
             }
-            self.add_fine::<WIDE>(&mut band, n, &mut cells, &mut octave_rows);
+            // SAFETY: passed on from this function's.
+            unsafe { self.add_fine::<WIDE>(&mut band, n, &mut cells, &mut octave_rows) };
             values.extend(band.sum.iter().map(|&s| self.quantise(s)));
         }
-        BAND.set(band);
+        if band.sum.capacity() <= BAND_SAMPLES {
+            // (A band longer than that, of one very wide row, is not kept.)
+            BAND.set(band);
+        }
         values
     }
 
-    /// Adds the fine octaves to a band of `n`-sample rows.
+    /// Adds the fine octaves to a band of `n`-sample rows (`n > 0`).
+    ///
+    /// # Safety
+    /// As [`Self::window`].
     #[inline(always)]
-    fn add_fine<const WIDE: bool>(
+    #[allow(unsafe_code)]
+    unsafe fn add_fine<const WIDE: bool>(
         &self,
         band: &mut Band,
         n: usize,
@@ -555,16 +585,15 @@ impl ProceduralTerrain {
     ) {
         let fine = &self.layers.octaves[self.fine.clone()];
         #[cfg(target_arch = "x86_64")]
-        #[allow(unsafe_code)]
         let bounds = WIDE.then(|| {
-            // SAFETY: `WIDE` comes from `window_wide`, which has the CPU features.
+            // SAFETY: with `WIDE` the caller vouches for the CPU features.
             unsafe { (super::wide::bounds(&band.pu), super::wide::bounds(&band.pv)) }
         });
         for (layer, cell) in fine.iter().zip(cells.iter_mut()) {
             #[cfg(target_arch = "x86_64")]
-            #[allow(unsafe_code)]
-            if let Some(table) = bounds.and_then(|(us, vs)| {
-                super::wide::CellTable::new(layer, us, vs, 4 * band.sum.len() + 4096)
+            if let Some(table) = bounds.and_then(|(u_range, v_range)| {
+                let limit = TABLE_CELLS_A_SAMPLE * band.sum.len() + TABLE_CELLS_ANYWAY;
+                super::wide::CellTable::new(layer, u_range, v_range, limit)
             }) {
                 // SAFETY: as above.
                 unsafe {
@@ -595,6 +624,14 @@ impl ProceduralTerrain {
 /// Samples a window computes a band at a time (of whole rows, one at least): 4 floats
 /// each, 4 MB.
 const BAND_SAMPLES: usize = 1 << 18;
+
+/// Largest cell table for a fine octave, in cells per sample of the band and a few
+/// more. A dense band's box holds at most about a quarter of a cell a sample (the finest
+/// octave has 3 samples a wave or more, a ninth of a cell a sample, and the box of a
+/// rotated band is at most twice its area) plus its margin; a sparse window's box can
+/// hold millions, and goes row by row.
+const TABLE_CELLS_A_SAMPLE: usize = 4;
+const TABLE_CELLS_ANYWAY: usize = 4096;
 
 thread_local! {
     /// The last window's band on this thread, for the next one.
@@ -692,30 +729,70 @@ mod tests {
             let rows: Vec<u32> = (0..23)
                 .map(|i| (start / 2 + i * stride).min(65_536))
                 .collect();
-            let Samples::U16(window) = terrain.read_window(&cols, &rows).expect("reads") else {
-                panic!("16-bit samples");
-            };
-            let alone: Vec<u16> = rows
-                .iter()
-                .flat_map(|&row| cols.iter().map(move |&col| (col, row)))
-                .map(|(col, row)| terrain.raw(col, row))
-                .collect();
-            // `read_window` runs the AVX-512 window where the CPU has it: the baseline
-            // one is checked too. (Their vector loops exist in optimised builds only:
-            // `.ci/run` runs this test in release as well.)
-            assert_eq!(window, alone, "from {start}, stride {stride}");
-            let baseline = terrain.window::<false>(&cols, &rows, BAND_SAMPLES);
-            assert_eq!(baseline, alone, "baseline, from {start}, stride {stride}");
-            // Bands of two rows: coarse rows kept and dropped between them, and (wide)
-            // a cell table per band.
-            let banded = terrain.window::<false>(&cols, &rows, 2 * cols.len());
-            assert_eq!(banded, alone, "bands, from {start}, stride {stride}");
-            #[cfg(target_arch = "x86_64")]
-            if wide_lanes() {
-                // SAFETY: the CPU has the features (checked just above).
-                #[allow(unsafe_code)]
-                let banded = unsafe { terrain.window_wide_in_bands(&cols, &rows, 2 * cols.len()) };
-                assert_eq!(banded, alone, "wide bands, from {start}, stride {stride}");
+            assert_window_is_its_samples(
+                &terrain,
+                &cols,
+                &rows,
+                &format!("from {start}, stride {stride}"),
+            );
+        }
+    }
+
+    /// Every way a window is computed gives `raw`'s samples: `read_window` (the AVX-512
+    /// window where the CPU has it), the baseline window, both in bands of two rows
+    /// (coarse rows kept and dropped between them; a cell table per band). Their vector
+    /// loops exist in optimised builds only: `.ci/run` runs these tests in release too.
+    fn assert_window_is_its_samples(
+        terrain: &ProceduralTerrain,
+        cols: &[u32],
+        rows: &[u32],
+        what: &str,
+    ) {
+        let alone: Vec<u16> = rows
+            .iter()
+            .flat_map(|&row| cols.iter().map(move |&col| (col, row)))
+            .map(|(col, row)| terrain.raw(col, row))
+            .collect();
+        let Samples::U16(window) = terrain.read_window(cols, rows).expect("reads") else {
+            panic!("16-bit samples");
+        };
+        assert_eq!(window, alone, "{what}");
+        let band = 2 * cols.len();
+        // SAFETY (both): not `WIDE`.
+        #[allow(unsafe_code)]
+        let (baseline, banded) = unsafe {
+            (
+                terrain.window::<false>(cols, rows, BAND_SAMPLES),
+                terrain.window::<false>(cols, rows, band),
+            )
+        };
+        assert_eq!(baseline, alone, "baseline, {what}");
+        assert_eq!(banded, alone, "bands, {what}");
+        #[cfg(target_arch = "x86_64")]
+        if wide_lanes() {
+            // SAFETY: the CPU has the features (checked just above).
+            #[allow(unsafe_code)]
+            let banded = unsafe { terrain.window_wide_in_bands(cols, rows, band) };
+            assert_eq!(banded, alone, "wide bands, {what}");
+        } else {
+            println!("no AVX-512 here: the wide window is not checked");
+        }
+    }
+
+    #[test]
+    fn windows_in_any_order_with_repeats_or_empty_are_their_samples() {
+        // Strides 1 (40 samples) and 2 (100), then the usual 8.
+        for size in [40, 100, 3000] {
+            let options = GenerateOptions::default().with_size(size).with_seed(5);
+            let terrain = ProceduralTerrain::new(&options).expect("valid options");
+            let last = size - 1;
+            let cols = [last, 3, 3, 0, last / 2, 1, last - 1, 17];
+            let rows = [5, last, 0, 5, 2, last / 3];
+            assert_window_is_its_samples(&terrain, &cols, &rows, &format!("size {size}"));
+            let dense: Vec<u32> = (0..40).collect();
+            assert_window_is_its_samples(&terrain, &dense, &[last, 0, 9], &format!("size {size}"));
+            for (cols, rows) in [(&[][..], &[1u32][..]), (&[1], &[]), (&[], &[])] {
+                assert_window_is_its_samples(&terrain, cols, rows, "empty");
             }
         }
     }

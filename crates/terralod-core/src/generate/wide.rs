@@ -11,7 +11,7 @@
 #![allow(unsafe_code)]
 
 use super::Layer;
-use super::noise::{GRADIENTS, NOISE_SCALE, gradient_index};
+use super::noise::{GRADIENTS, MAX_COORDINATE, NOISE_SCALE, gradient_index};
 use std::arch::x86_64::*;
 
 /// The corner gradients of every lattice cell of one layer over a box of cells: four
@@ -29,7 +29,8 @@ pub(super) struct CellTable {
 
 impl CellTable {
     /// The table of `layer` for map positions in `us × vs` (closed ranges), or `None`
-    /// where it would hold more than `limit` cells (a sparse window: rows are cheaper).
+    /// where it would hold more than `limit` cells (a sparse window: rows are cheaper) or
+    /// leave the noise's domain (or the ranges are empty: ±∞).
     pub(super) fn new(
         layer: &Layer,
         (u0, u1): (f32, f32),
@@ -46,12 +47,15 @@ impl CellTable {
             (x_lo, x_hi) = (x_lo.min(x), x_hi.max(x));
             (y_lo, y_hi) = (y_lo.min(y), y_hi.max(y));
         }
-        if !(x_lo.is_finite() && x_hi.is_finite() && y_lo.is_finite() && y_hi.is_finite()) {
+        // (Also false for NaN and ±∞.) Within the domain, `floor` and the margin are exact.
+        let inside = |z: f32| z.abs() < MAX_COORDINATE - 4.0;
+        if !(inside(x_lo) && inside(x_hi) && inside(y_lo) && inside(y_hi)) {
             return None;
         }
         let (x0, y0) = (x_lo.floor() - 2.0, y_lo.floor() - 2.0);
         let (width, height) = (x_hi.floor() + 3.0 - x0, y_hi.floor() + 3.0 - y0);
-        if width * height > limit as f32 {
+        // At least 5 × 5 cells here; `i32` indices in the lanes.
+        if width * height > limit.min(i32::MAX as usize) as f32 {
             return None;
         }
         let (width, height) = (width as usize, height as usize);
@@ -81,7 +85,7 @@ impl CellTable {
     }
 }
 
-/// The smallest and largest of `values` (finite), in lanes.
+/// The smallest and largest of `values`, in lanes (`+∞, −∞` for none).
 ///
 /// # Safety
 /// The CPU has AVX-512F.
@@ -209,6 +213,18 @@ pub(super) unsafe fn add_octave(
         let row = _mm512_min_epi32(
             _mm512_max_epi32(_mm512_cvttps_epi32(_mm512_sub_ps(cy, y0)), zero),
             last_y,
+        );
+        debug_assert_eq!(
+            _mm512_mask_cmpeq_epi32_mask(
+                mask,
+                _mm512_add_epi32(_mm512_mullo_epi32(row, width), column),
+                _mm512_add_epi32(
+                    _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_sub_ps(cy, y0)), width),
+                    _mm512_cvttps_epi32(_mm512_sub_ps(cx, x0))
+                )
+            ),
+            mask,
+            "a position outside the cell table"
         );
         let cell = _mm512_add_epi32(_mm512_mullo_epi32(row, width), column);
         // SAFETY: `cell` indexes `codes` (width × height entries) in every lane.

@@ -192,8 +192,8 @@ impl ProceduralTerrain {
     fn quantise(&self, sum: f32) -> u16 {
         let unit = ((sum - self.low) / (self.high - self.low)).clamp(0.0, 1.0);
         let scaled = unit * f32::from(u16::MAX);
-        let whole = scaled as u32;
-        (whole + u32::from(scaled - whole as f32 >= 0.5)) as u16
+        let whole = scaled as i32;
+        (whole + i32::from(scaled - whole as f32 >= 0.5)) as u16
     }
 }
 

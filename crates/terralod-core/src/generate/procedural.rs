@@ -136,7 +136,8 @@ impl ProceduralTerrain {
 
     /// Noise layers computed at each sample, and those interpolated from the coarse grid
     /// (the warp's four and the mask included).
-    pub fn layers_per_sample(&self) -> (usize, usize) {
+    #[cfg(test)]
+    fn layers_per_sample(&self) -> (usize, usize) {
         (self.fine.len(), self.coarse.len() + 5)
     }
 
@@ -461,7 +462,9 @@ impl ImportSource for ProceduralTerrain {
             // SAFETY: `window_wide` needs the CPU features `wide_lanes` found (and those
             // they imply, which the detection reports only with them).
             #[allow(unsafe_code)]
-            return Ok(Samples::U16(unsafe { self.window_wide(cols, rows) }));
+            return Ok(Samples::U16(unsafe {
+                self.window_wide(cols, rows, BAND_SAMPLES)
+            }));
         }
         // SAFETY: not `WIDE`.
         #[allow(unsafe_code)]
@@ -490,19 +493,8 @@ impl ProceduralTerrain {
     /// CI as well (where the loops are vectorised).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
-    fn window_wide(&self, cols: &[u32], rows: &[u32]) -> Vec<u16> {
+    fn window_wide(&self, cols: &[u32], rows: &[u32], band_samples: usize) -> Vec<u16> {
         // SAFETY: this function's features are those `WIDE` needs.
-        #[allow(unsafe_code)]
-        unsafe {
-            self.window::<true>(cols, rows, BAND_SAMPLES)
-        }
-    }
-
-    /// [`Self::window_wide`] in bands of `band_samples`, for tests.
-    #[cfg(all(test, target_arch = "x86_64"))]
-    #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
-    fn window_wide_in_bands(&self, cols: &[u32], rows: &[u32], band_samples: usize) -> Vec<u16> {
-        // SAFETY: as `window_wide`.
         #[allow(unsafe_code)]
         unsafe {
             self.window::<true>(cols, rows, band_samples)
@@ -542,7 +534,7 @@ impl ProceduralTerrain {
         let mut cells = [CellGradients::EMPTY; MAX_OCTAVES];
         let mut octave_rows = OctaveRows::default();
         let mut values = Vec::with_capacity(n * rows.len());
-        let rows_a_band = (band_samples / n.max(1)).max(1);
+        let rows_a_band = (band_samples / n).max(1);
         for (band_index, band_rows) in rows.chunks(rows_a_band).enumerate() {
             band.clear();
             for (in_band, &row) in band_rows.iter().enumerate() {
@@ -772,7 +764,7 @@ mod tests {
         if wide_lanes() {
             // SAFETY: the CPU has the features (checked just above).
             #[allow(unsafe_code)]
-            let banded = unsafe { terrain.window_wide_in_bands(cols, rows, band) };
+            let banded = unsafe { terrain.window_wide(cols, rows, band) };
             assert_eq!(banded, alone, "wide bands, {what}");
         } else {
             println!("no AVX-512 here: the wide window is not checked");
@@ -834,11 +826,19 @@ mod tests {
                 "size {size}"
             );
             // On a coarse-grid point the interpolation gives the point's own fields.
-            let s = i64::from(stride);
-            let (i, j) = (i64::from(size - 1) / s / 3, i64::from(size - 1) / s / 2);
-            let [warp_u, warp_v, ridged, coarse_sum] = terrain.coarse_point(i, j);
-            assert!(warp_u.abs() > 0.0 && warp_v.abs() > 0.0 && coarse_sum != 0.0);
+            let (i, j) = ((size - 1) / stride / 3, (size - 1) / stride / 2);
+            let [warp_u, warp_v, ridged, coarse_sum] =
+                terrain.coarse_point(i64::from(i), i64::from(j));
+            assert!(warp_u != 0.0 && warp_v != 0.0 && coarse_sum != 0.0);
             assert!((0.0..=1.0).contains(&ridged));
+            let (col, row) = (i * stride, j * stride);
+            let (u, v) = (col as f32 * terrain.step, row as f32 * terrain.step);
+            let mut sum = DOME_HEIGHT * dome(u) * dome(v) + coarse_sum;
+            for layer in &terrain.layers.octaves[terrain.fine.clone()] {
+                let n = layer.sample(u + warp_u, v + warp_v);
+                sum += layer.amplitude * octave_basis(layer, n, ridged);
+            }
+            assert_eq!(terrain.raw(col, row), terrain.quantise(sum), "size {size}");
             // Against every layer at every sample: close, in 16-bit codes.
             let (col0, row0) = ((size - 1) / 3, (size - 1) / 2);
             let (mut largest, mut squares, mut count) = (0u32, 0f64, 0u32);

@@ -60,20 +60,24 @@ impl CellTable {
         }
         let (width, height) = (width as usize, height as usize);
         let (ix0, iy0) = (x0 as i32, y0 as i32);
-        let corner_row = |j: usize| -> Vec<u32> {
-            (0..=width)
-                .map(|i| gradient_index(layer.seed, ix0 + i as i32, iy0 + j as i32) as u32)
-                .collect()
+        // Two rows of corner indices, the lower and the upper edge of a row of cells.
+        let corner_row = |j: usize, row: &mut Vec<u32>| {
+            row.clear();
+            row.extend(
+                (0..=width)
+                    .map(|i| gradient_index(layer.seed, ix0 + i as i32, iy0 + j as i32) as u32),
+            );
         };
         let mut codes = Vec::with_capacity(width * height);
-        let mut below = corner_row(0);
+        let (mut below, mut above) = (Vec::with_capacity(width + 1), Vec::new());
+        corner_row(0, &mut below);
         for j in 0..height {
-            let above = corner_row(j + 1);
+            corner_row(j + 1, &mut above);
             codes.extend(
                 (0..width)
                     .map(|i| below[i] | below[i + 1] << 4 | above[i] << 8 | above[i + 1] << 12),
             );
-            below = above;
+            std::mem::swap(&mut below, &mut above);
         }
         Some(CellTable {
             x0,

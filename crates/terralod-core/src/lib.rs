@@ -28,6 +28,7 @@ pub mod simplify;
 #[cfg(test)]
 mod test_support;
 pub mod tiles;
+mod wide_lanes;
 
 pub use camera::{Aabb, Camera, CameraError, Containment, ErrorProjector, Frustum};
 pub use heightfield::{GridPos, Heightfield, HeightfieldError, Samples, WorldMapping};

@@ -188,12 +188,20 @@ impl ProceduralTerrain {
     }
 
     /// The stored code of a noise sum: the nearest, halves up. (Not `f32::round`, a
-    /// library call that keeps the loop out of vector lanes; the same for values ≥ 0.)
+    /// library call that keeps the loop out of vector lanes; the same for values ≥ 0.
+    /// Nor `as i32`, whose saturation for NaN and out-of-range values LLVM does lane by
+    /// lane, a tenth of a window's time.)
     #[inline(always)]
+    #[allow(clippy::manual_clamp, reason = "`clamp` keeps a NaN; `max` makes it 0")]
     fn quantise(&self, sum: f32) -> u16 {
-        let unit = ((sum - self.low) / (self.high - self.low)).clamp(0.0, 1.0);
+        // `max` before `min`: a NaN becomes 0, so the conversion below is sound.
+        let unit = ((sum - self.low) / (self.high - self.low))
+            .max(0.0)
+            .min(1.0);
         let scaled = unit * f32::from(u16::MAX);
-        let whole = scaled as i32;
+        // SAFETY: `scaled` is finite, in 0..=65535.
+        #[allow(unsafe_code)]
+        let whole: i32 = unsafe { scaled.to_int_unchecked() };
         (whole + i32::from(scaled - whole as f32 >= 0.5)) as u16
     }
 }
@@ -214,18 +222,33 @@ struct CoarseAxis {
     first: Vec<usize>,
     /// Per sample: samples past the coarse line before it.
     phase: Vec<usize>,
+    /// Leading samples, whole strides of them, that are consecutive from a coarse line:
+    /// sample `k` has lines `k / stride ..` and phase `k % stride` (an import's tiles,
+    /// whose columns are interpolated a stride at a time: [`along_row`]).
+    aligned: usize,
 }
 
 impl CoarseAxis {
     fn new(samples: &[u32], stride: u32) -> CoarseAxis {
         let cell = |s: u32| i64::from(s / stride);
-        let mut lines: Vec<i64> = samples
-            .iter()
-            .flat_map(|&s| cell(s) - 1..=cell(s) + 2)
-            .collect();
-        lines.sort_unstable();
-        lines.dedup();
-        let first = samples
+        let around = samples.iter().flat_map(|&s| cell(s) - 1..=cell(s) + 2);
+        let lines = if samples.is_sorted() {
+            // (An import's windows.) Each sample's lines start at or after the previous
+            // one's, so those not past the last line kept are kept already.
+            let mut lines: Vec<i64> = Vec::with_capacity(samples.len() + 3);
+            for line in around {
+                if lines.last().is_none_or(|&last| line > last) {
+                    lines.push(line);
+                }
+            }
+            lines
+        } else {
+            let mut lines: Vec<i64> = around.collect();
+            lines.sort_unstable();
+            lines.dedup();
+            lines
+        };
+        let first: Vec<usize> = samples
             .iter()
             .map(|&s| {
                 lines
@@ -233,12 +256,51 @@ impl CoarseAxis {
                     .expect("every sample's lines are listed")
             })
             .collect();
-        let phase = samples.iter().map(|&s| (s % stride) as usize).collect();
+        let phase: Vec<usize> = samples.iter().map(|&s| (s % stride) as usize).collect();
+        let stride = stride as usize;
+        let regular = first
+            .iter()
+            .zip(&phase)
+            .enumerate()
+            .take_while(|&(k, (&first, &phase))| first == k / stride && phase == k % stride)
+            .count();
         CoarseAxis {
             lines,
             first,
             phase,
+            aligned: regular - regular % stride,
         }
+    }
+}
+
+/// `out[k]`: the coarse `points` interpolated at sample `k` of `axis` with the Catmull-Rom
+/// `weights` of each phase. Where the stride is [`MAX_STRIDE`], the aligned samples go a
+/// stride at a time, with each corner's weights for the stride's phases in one array (in
+/// vector lanes; by index, one at a time, they took a tenth of a window's time).
+#[inline(always)]
+fn along_row(axis: &CoarseAxis, weights: &[[f32; 4]], points: &[f32], out: &mut [f32]) {
+    const STRIDE: usize = MAX_STRIDE as usize;
+    let mut done = 0;
+    if weights.len() == STRIDE {
+        let by_corner: [[f32; STRIDE]; 4] =
+            std::array::from_fn(|t| std::array::from_fn(|k| weights[k][t]));
+        for (segment, points) in out[..axis.aligned]
+            .chunks_exact_mut(STRIDE)
+            .zip(points.windows(4))
+        {
+            let p: &[f32; 4] = points.try_into().expect("four lines per sample");
+            for (k, value) in segment.iter_mut().enumerate() {
+                *value = weighted(std::array::from_fn(|t| by_corner[t][k]), |t| p[t]);
+            }
+        }
+        done = axis.aligned;
+    }
+    for (k, value) in out.iter_mut().enumerate().skip(done) {
+        let (first, phase) = (axis.first[k], axis.phase[k]);
+        let p: &[f32; 4] = points[first..first + 4]
+            .try_into()
+            .expect("four lines per sample");
+        *value = weighted(weights[phase], |t| p[t]);
     }
 }
 
@@ -422,19 +484,8 @@ impl CoarseRows {
             .add(octaves, &mut self.cells.octaves, ridged);
         coarse_sum.clone_from(&self.octave_rows.sum);
         for (field, points) in out.iter_mut().zip(&self.points) {
-            field.clear();
-            field.extend(
-                columns
-                    .first
-                    .iter()
-                    .zip(&columns.phase)
-                    .map(|(&first, &phase)| {
-                        let points: &[f32; 4] = points[first..first + 4]
-                            .try_into()
-                            .expect("four lines per sample");
-                        weighted(terrain.weights[phase], |t| points[t])
-                    }),
-            );
+            field.resize(columns.first.len(), 0.0);
+            along_row(columns, &terrain.weights, points, field);
         }
     }
 }
@@ -458,8 +509,8 @@ impl ImportSource for ProceduralTerrain {
 
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
         #[cfg(target_arch = "x86_64")]
-        if wide_lanes() {
-            // SAFETY: `window_wide` needs the CPU features `wide_lanes` found (and those
+        if crate::wide_lanes::available() {
+            // SAFETY: `window_wide` needs the CPU features `available` found (and those
             // they imply, which the detection reports only with them).
             #[allow(unsafe_code)]
             return Ok(Samples::U16(unsafe {
@@ -471,14 +522,6 @@ impl ImportSource for ProceduralTerrain {
         let values = unsafe { self.window::<false>(cols, rows, BAND_SAMPLES) };
         Ok(Samples::U16(values))
     }
-}
-
-/// Whether this CPU runs [`ProceduralTerrain::window_wide`] (AVX-512 with 64-bit
-/// integer products; checked once per window, a cached answer after the first).
-#[cfg(target_arch = "x86_64")]
-fn wide_lanes() -> bool {
-    use std::arch::is_x86_feature_detected as has;
-    has!("avx2") && has!("avx512f") && has!("avx512dq") && has!("avx512vl") && has!("avx512bw")
 }
 
 impl ProceduralTerrain {
@@ -510,7 +553,7 @@ impl ProceduralTerrain {
     /// lattice cell once and computing in vector lanes.
     ///
     /// # Safety
-    /// With `WIDE`, the CPU has AVX-512 F, BW, DQ and VL ([`wide_lanes`]).
+    /// With `WIDE`, the CPU has AVX-512 F, BW, DQ and VL ([`crate::wide_lanes::available`]).
     #[inline(always)]
     #[allow(unsafe_code)]
     unsafe fn window<const WIDE: bool>(
@@ -553,7 +596,13 @@ impl ProceduralTerrain {
             }
             // SAFETY: passed on from this function's.
             unsafe { self.add_fine::<WIDE>(&mut band, n, &mut cells, &mut octave_rows) };
-            values.extend(band.sum.iter().map(|&s| self.quantise(s)));
+            // A plain loop, so it compiles inside the wide window (an `extend` of a `map`
+            // stays an out-of-line baseline function, a twelfth of an import's time).
+            let start = values.len();
+            values.resize(start + band.sum.len(), 0);
+            for (value, &sum) in values[start..].iter_mut().zip(&band.sum) {
+                *value = self.quantise(sum);
+            }
         }
         if band.sum.capacity() <= BAND_SAMPLES {
             // (A band longer than that, of one very wide row, is not kept.)
@@ -585,7 +634,8 @@ impl ProceduralTerrain {
             #[cfg(target_arch = "x86_64")]
             if let Some(table) = bounds.and_then(|(u_range, v_range)| {
                 let limit = TABLE_CELLS_A_SAMPLE * band.sum.len() + TABLE_CELLS_ANYWAY;
-                super::wide::CellTable::new(layer, u_range, v_range, limit)
+                // SAFETY: as above.
+                unsafe { super::wide::CellTable::new(layer, u_range, v_range, limit) }
             }) {
                 // SAFETY: as above.
                 unsafe {
@@ -716,7 +766,14 @@ mod tests {
         // samples the finest octave changes cell every few samples, the coarsest never.
         let options = GenerateOptions::default().with_size(65_537).with_seed(11);
         let terrain = ProceduralTerrain::new(&options).expect("valid options");
-        for (start, stride) in [(0u32, 1u32), (31_000, 1), (65_536 - 40 * 3, 3), (12, 1024)] {
+        // Consecutive columns from a coarse line (0, 31000) go a stride at a time.
+        for (start, stride) in [
+            (0u32, 1u32),
+            (31_000, 1),
+            (31_003, 1),
+            (65_536 - 40 * 3, 3),
+            (12, 1024),
+        ] {
             let cols: Vec<u32> = (0..41).map(|i| start + i * stride).collect();
             let rows: Vec<u32> = (0..23)
                 .map(|i| (start / 2 + i * stride).min(65_536))
@@ -761,7 +818,7 @@ mod tests {
         assert_eq!(baseline, alone, "baseline, {what}");
         assert_eq!(banded, alone, "bands, {what}");
         #[cfg(target_arch = "x86_64")]
-        if wide_lanes() {
+        if crate::wide_lanes::available() {
             // SAFETY: the CPU has the features (checked just above).
             #[allow(unsafe_code)]
             let banded = unsafe { terrain.window_wide(cols, rows, band) };
@@ -783,8 +840,33 @@ mod tests {
             assert_window_is_its_samples(&terrain, &cols, &rows, &format!("size {size}"));
             let dense: Vec<u32> = (0..40).collect();
             assert_window_is_its_samples(&terrain, &dense, &[last, 0, 9], &format!("size {size}"));
+            let broken: Vec<u32> = (0..20).chain(22..43).collect();
+            assert_window_is_its_samples(&terrain, &broken, &[4, 1], &format!("size {size}"));
             for (cols, rows) in [(&[][..], &[1u32][..]), (&[1], &[]), (&[], &[])] {
                 assert_window_is_its_samples(&terrain, cols, rows, "empty");
+            }
+        }
+    }
+
+    #[test]
+    fn a_coarse_axis_lists_each_line_once_and_aligns_consecutive_samples() {
+        let aligned = |samples: Vec<u32>| CoarseAxis::new(&samples, 8).aligned;
+        assert_eq!(aligned((0..41).collect()), 40);
+        assert_eq!(aligned((16..57).collect()), 40);
+        assert_eq!(aligned((0..7).collect()), 0);
+        assert_eq!(aligned((3..44).collect()), 0);
+        assert_eq!(aligned((0..20).chain(22..43).collect()), 16);
+        assert_eq!(aligned((0..80).step_by(2).collect()), 0);
+        assert_eq!(aligned(Vec::new()), 0);
+        // Sorted or not, with repeats, each line once.
+        for samples in [
+            vec![0, 0, 9, 40, 41, 41, 100],
+            vec![100, 41, 0, 9, 41, 0, 40],
+        ] {
+            let axis = CoarseAxis::new(&samples, 8);
+            assert_eq!(axis.lines, [-1, 0, 1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14]);
+            for (&sample, &first) in samples.iter().zip(&axis.first) {
+                assert_eq!(axis.lines[first], i64::from(sample / 8) - 1);
             }
         }
     }
@@ -875,6 +957,9 @@ mod tests {
         }
         assert_eq!(terrain.quantise(terrain.low - 1.0), 0);
         assert_eq!(terrain.quantise(terrain.high + 1.0), u16::MAX);
+        assert_eq!(terrain.quantise(f32::NEG_INFINITY), 0);
+        assert_eq!(terrain.quantise(f32::INFINITY), u16::MAX);
+        assert_eq!(terrain.quantise(f32::NAN), 0);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use super::format::{FORMAT_VERSION, LevelGrid, TerrainHeader, check_fields, check_sealed};
 use super::import::error_against_coarser;
-use super::stats::{StatSample, fold_range, window_error};
+use super::stats::{StatSample, fold_range_of_rows, window_error};
 use super::{Corruption, TileError};
 use crate::heightfield::{Heightfield, WorldMapping, level_source};
 pub(super) use crate::rounding::{round_down, round_up};
@@ -92,6 +92,7 @@ pub fn level_blocks(grid: &LevelGrid, block_cells: u32) -> (u32, u32) {
 /// its blocks cover all of it (no block of the tile lies wholly in the padding): the
 /// tile's own statistics, without a second pass.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub(super) fn own_block_stats<T: StatSample>(
     samples: &[T],
     tile_cells: u32,
@@ -122,11 +123,11 @@ pub(super) fn own_block_stats<T: StatSample>(
                 break;
             }
             let (x0, y0) = (local_x as usize * b, local_y as usize * b);
-            let mut range = (T::HIGHEST, T::LOWEST);
-            for j in 0..=b {
+            let rows = (0..=b).map(|j| {
                 let start = (y0 + j) * side + x0;
-                range = fold_range(&samples[start..=start + b], range);
-            }
+                &samples[start..=start + b]
+            });
+            let range = fold_range_of_rows(b + 1, rows, (T::HIGHEST, T::LOWEST));
             let (lo, hi): (f64, f64) = (range.0.into(), range.1.into());
             let raw_error = if has_coarser {
                 window_error(samples, side, (x0, y0), b + 1)

@@ -85,7 +85,7 @@ fn max_over<A: Copy + PartialOrd>(n: usize, zero: A, f: impl Fn(usize) -> A) -> 
 
 /// Raw lowest and highest sample of a row, folded into `(lo, hi)` (NaN samples are
 /// skipped, as `f64::min`/`max` skip them).
-#[inline]
+#[inline(always)]
 pub(crate) fn fold_range<T: StatSample>(row: &[T], (lo, hi): (T, T)) -> (T, T) {
     let mut lows = [T::HIGHEST; LANES];
     let mut highs = [T::LOWEST; LANES];
@@ -115,8 +115,33 @@ pub(crate) fn fold_range<T: StatSample>(row: &[T], (lo, hi): (T, T)) -> (T, T) {
     out
 }
 
+/// [`fold_range`] over rows of one length (a block's): the lowest and highest sample of
+/// each column first, then of those. (A block's rows are short: folding each one alone,
+/// the reduction of its lanes took as long as the row.)
+#[inline(always)]
+pub(crate) fn fold_range_of_rows<'a, T: StatSample + 'a>(
+    width: usize,
+    rows: impl IntoIterator<Item = &'a [T]>,
+    range: (T, T),
+) -> (T, T) {
+    let (mut lows, mut highs) = (vec![T::HIGHEST; width], vec![T::LOWEST; width]);
+    for row in rows {
+        assert_eq!(row.len(), width, "rows of one length");
+        for ((lo, hi), &v) in lows.iter_mut().zip(highs.iter_mut()).zip(row) {
+            *lo = if v < *lo { v } else { *lo };
+            *hi = if v > *hi { v } else { *hi };
+        }
+    }
+    (fold_range(&lows, range).0, fold_range(&highs, range).1)
+}
+
 /// [`super::import::error_in_window`], the same value, computed as described in the
 /// module docs: the `side × side` window at `origin` (both even) of a grid `stride` wide.
+///
+/// The window's even and odd columns are first copied apart, so that every residual
+/// reads consecutive samples (read at a stride of two, lane by lane, they kept the loops
+/// out of vector lanes).
+#[inline(always)]
 pub(crate) fn window_error<T: StatSample>(
     samples: &[T],
     stride: usize,
@@ -126,11 +151,33 @@ pub(crate) fn window_error<T: StatSample>(
     if side < 2 {
         return 0.0;
     }
-    let row = |j: usize| &samples[(y0 + j) * stride + x0..(y0 + j) * stride + x0 + side];
-    // Odd positions `2p + 1` with both neighbours in the window.
+    // Odd positions `2p + 1` with both neighbours in the window, and even positions `2p`.
     let odd = (side - 1) / 2;
-    // Even positions `2p`.
     let even = side.div_ceil(2);
+    // (Every odd column, of which the last has no right neighbour when `side` is even.)
+    let odd_columns = side / 2;
+    let mut evens = vec![T::LOWEST; even * side];
+    let mut odds = vec![T::LOWEST; odd_columns * side];
+    for (j, (evens, odds)) in evens
+        .chunks_exact_mut(even)
+        .zip(odds.chunks_exact_mut(odd_columns))
+        .enumerate()
+    {
+        let start = (y0 + j) * stride + x0;
+        let row = &samples[start..start + side];
+        for ((e, o), pair) in evens
+            .iter_mut()
+            .zip(odds.iter_mut())
+            .zip(row.chunks_exact(2))
+        {
+            (*e, *o) = (pair[0], pair[1]);
+        }
+        if side % 2 == 1 {
+            evens[even - 1] = row[side - 1];
+        }
+    }
+    let evens_of = |j: usize| &evens[j * even..(j + 1) * even];
+    let odds_of = |j: usize| &odds[j * odd_columns..(j + 1) * odd_columns];
     let mut twice = T::TWICE_ZERO;
     let mut keep = |value: T::Twice| {
         if value > twice {
@@ -138,20 +185,28 @@ pub(crate) fn window_error<T: StatSample>(
         }
     };
     for j in (0..side).step_by(2) {
-        let here = row(j);
+        // Sample 2p + 1 between 2p and 2p + 2.
+        let (h, a, b) = (
+            &odds_of(j)[..odd],
+            &evens_of(j)[..odd],
+            &evens_of(j)[1..=odd],
+        );
         keep(max_over(odd, T::TWICE_ZERO, |p| {
-            T::twice_residual(here[2 * p + 1], here[2 * p], here[2 * p + 2])
+            T::twice_residual(h[p], a[p], b[p])
         }));
     }
     for j in (1..side - 1).step_by(2) {
-        let (above, here, below) = (row(j - 1), row(j), row(j + 1));
+        let (above, here, below) = (evens_of(j - 1), evens_of(j), evens_of(j + 1));
         keep(max_over(even, T::TWICE_ZERO, |p| {
-            T::twice_residual(here[2 * p], above[2 * p], below[2 * p])
+            T::twice_residual(here[p], above[p], below[p])
         }));
+        // Sample 2p + 1 on the diagonals between 2p and 2p + 2 of the rows around it.
+        let h = &odds_of(j)[..odd];
+        let (above_before, above_after) = (&above[..odd], &above[1..=odd]);
+        let (below_before, below_after) = (&below[..odd], &below[1..=odd]);
         keep(max_over(odd, T::TWICE_ZERO, |p| {
-            let (i, h) = (2 * p + 1, here[2 * p + 1]);
-            let falling = T::twice_residual(h, above[i - 1], below[i + 1]);
-            let rising = T::twice_residual(h, above[i + 1], below[i - 1]);
+            let falling = T::twice_residual(h[p], above_before[p], below_after[p]);
+            let rising = T::twice_residual(h[p], above_after[p], below_before[p]);
             // A NaN never wins, whichever side it is on (as `f64::max`).
             let falling_is_nan = falling.partial_cmp(&falling).is_none();
             if rising > falling || falling_is_nan {
@@ -208,6 +263,16 @@ mod tests {
                     let (want_lo, want_hi) = reference_range(row);
                     assert_eq!((lo.into(), hi.into()), (want_lo, want_hi), "{row:?}");
                 }
+            }
+            for width in [1, 9, 16, 17, stride].into_iter().filter(|&w| w <= stride) {
+                let rows = samples.chunks(stride).map(|row| &row[..width]);
+                let (lo, hi) = fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST));
+                let all: Vec<T> = rows.flatten().copied().collect();
+                assert_eq!(
+                    (lo.into(), hi.into()),
+                    reference_range(&all),
+                    "{width} wide"
+                );
             }
         }
     }

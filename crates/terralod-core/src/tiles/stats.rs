@@ -247,13 +247,18 @@ mod tests {
                     if x0 + side > stride || y0 + side > rows {
                         continue;
                     }
-                    let fast = window_error(&samples, stride, (x0, y0), side);
                     let slow = error_in_window(&samples, stride, (x0, y0), side);
-                    assert_eq!(
-                        fast.to_bits(),
-                        slow.to_bits(),
-                        "{stride}x{rows} side {side} at ({x0}, {y0}): {fast} against {slow}"
-                    );
+                    // In this build's lanes, and in AVX-512 lanes where the CPU has them.
+                    let fast = window_error(&samples, stride, (x0, y0), side);
+                    let wide =
+                        crate::wide_lanes::run(|| window_error(&samples, stride, (x0, y0), side));
+                    for fast in [fast, wide] {
+                        assert_eq!(
+                            fast.to_bits(),
+                            slow.to_bits(),
+                            "{stride}x{rows} side {side} at ({x0}, {y0}): {fast} against {slow}"
+                        );
+                    }
                 }
             }
             for row in samples.chunks(stride) {
@@ -266,13 +271,18 @@ mod tests {
             }
             for width in [1, 9, 16, 17, stride].into_iter().filter(|&w| w <= stride) {
                 let rows = samples.chunks(stride).map(|row| &row[..width]);
-                let (lo, hi) = fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST));
-                let all: Vec<T> = rows.flatten().copied().collect();
-                assert_eq!(
-                    (lo.into(), hi.into()),
-                    reference_range(&all),
-                    "{width} wide"
-                );
+                let all: Vec<T> = rows.clone().flatten().copied().collect();
+                let lanes = fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST));
+                let wide = crate::wide_lanes::run(|| {
+                    fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST))
+                });
+                for (lo, hi) in [lanes, wide] {
+                    assert_eq!(
+                        (lo.into(), hi.into()),
+                        reference_range(&all),
+                        "{width} wide"
+                    );
+                }
             }
         }
     }

@@ -34,7 +34,7 @@ impl CellTable {
     ///
     /// # Safety
     /// The CPU has AVX-512F, BW, DQ and VL (the hashes' 64-bit products go in lanes: in
-    /// baseline code, one at a time, the table took a tenth of a window's time).
+    /// baseline code, one at a time, the table took 8 % of a window's time).
     #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
     pub(super) unsafe fn new(
         layer: &Layer,

@@ -996,7 +996,7 @@ fn encode_typed<T: TileSample>(samples: &[T], job: &TileJob<'_>) -> EncodedTile 
         f64::from(mapping.height_offset),
     );
     let mut blocks = Vec::new();
-    // In AVX-512 lanes where the CPU has them: a tenth of an import's time in baseline ones.
+    // In AVX-512 lanes where the CPU has them (in baseline ones, 11–13 % of an import's time).
     let covered = crate::wide_lanes::run(|| {
         own_block_stats(
             samples,

@@ -34,7 +34,8 @@ impl CellTable {
     ///
     /// # Safety
     /// The CPU has AVX-512F, BW, DQ and VL (the hashes' 64-bit products go in lanes: in
-    /// baseline code, one at a time, the table took 8 % of a window's time).
+    /// baseline code, one at a time, the table took 13 % of a window's time, 8 in the
+    /// hashes and 5 in combining the codes by index).
     #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
     pub(super) unsafe fn new(
         layer: &Layer,
@@ -77,16 +78,13 @@ impl CellTable {
         corner_row(0, &mut below);
         for (j, cells) in codes.chunks_exact_mut(width).enumerate() {
             corner_row(j + 1, &mut above);
-            let (lower, upper) = (
-                (&below[..width], &below[1..]),
-                (&above[..width], &above[1..]),
-            );
+            // Each cell's corners: (0,0), (1,0) on the lower edge, (0,1), (1,1) on the upper.
             for ((((code, &a), &b), &c), &d) in cells
                 .iter_mut()
-                .zip(lower.0)
-                .zip(lower.1)
-                .zip(upper.0)
-                .zip(upper.1)
+                .zip(&below[..width])
+                .zip(&below[1..])
+                .zip(&above[..width])
+                .zip(&above[1..])
             {
                 *code = a | b << 4 | c << 8 | d << 12;
             }

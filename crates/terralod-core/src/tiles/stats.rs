@@ -117,7 +117,7 @@ pub(crate) fn fold_range<T: StatSample>(row: &[T], (lo, hi): (T, T)) -> (T, T) {
 
 /// [`fold_range`] over rows of one length (a block's): the lowest and highest sample of
 /// each column first, then of those. (A block's rows are short: folding each one alone,
-/// the reduction of its lanes took as long as the row.) The same values as folding each
+/// the reduction of its lanes took longer than the row.) The same values as folding each
 /// row; between `−0.0` and `+0.0`, which compare equal, either may be kept.
 #[inline(always)]
 pub(crate) fn fold_range_of_rows<'a, T: StatSample + 'a>(

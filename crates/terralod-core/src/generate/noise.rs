@@ -215,6 +215,20 @@ pub(super) fn gradient_noise_row(
 mod tests {
     use super::*;
 
+    /// The AVX2 kernel picks a gradient from the first eight and negates it for the
+    /// second eight (`wide::vector`), which holds only if these do.
+    #[test]
+    fn the_gradients_second_half_negates_the_first() {
+        for k in 0..8 {
+            let ((x, y), (nx, ny)) = (GRADIENTS[k], GRADIENTS[k + 8]);
+            assert_eq!((nx, ny), (-x, -y), "gradient {k}");
+            // Zeros are +0 in the table (the kernel turns its flipped zeros into +0).
+            for c in [x, y, nx, ny] {
+                assert!(c != 0.0 || c.is_sign_positive(), "gradient {k}: a −0");
+            }
+        }
+    }
+
     #[test]
     fn floor_matches_the_float_floor() {
         let below = MAX_COORDINATE - 1.0;

@@ -507,55 +507,84 @@ impl ImportSource for ProceduralTerrain {
     }
 
     fn read_window(&self, cols: &[u32], rows: &[u32]) -> Result<Samples, TileError> {
-        #[cfg(target_arch = "x86_64")]
-        if crate::wide_lanes::available() {
-            // SAFETY: `window_wide` needs the CPU features `available` found (and those
-            // they imply, which the detection reports only with them).
-            #[allow(unsafe_code)]
-            return Ok(Samples::U16(unsafe {
-                self.window_wide(cols, rows, BAND_SAMPLES)
-            }));
-        }
-        // SAFETY: not `WIDE`.
-        #[allow(unsafe_code)]
-        let values = unsafe { self.window::<false>(cols, rows, BAND_SAMPLES) };
-        Ok(Samples::U16(values))
+        let lanes = crate::wide_lanes::lanes();
+        Ok(Samples::U16(self.window_in(
+            lanes,
+            cols,
+            rows,
+            BAND_SAMPLES,
+        )))
     }
 }
 
 impl ProceduralTerrain {
-    /// [`ProceduralTerrain::window`] compiled for AVX-512, chosen at run time (the
-    /// release build targets baseline x86-64, whose lanes are 4 floats and which has no
-    /// vector 64-bit product for the lattice hashes), whose fine octaves run in
-    /// [`super::wide`] (BENCHMARKS, "the procedural source's smooth layers on a coarse
-    /// grid"). The same exactly rounded
-    /// operations in each lane, so the same bits (Rust never fuses a multiply and an
-    /// add, though AVX-512 has FMA); `a_window_read_row_by_row_equals_its_samples_computed_alone`
-    /// compares this path with the scalar `raw` wherever the CPU has it, in release in
-    /// CI as well (where the loops are vectorised).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
-    fn window_wide(&self, cols: &[u32], rows: &[u32], band_samples: usize) -> Vec<u16> {
-        // SAFETY: this function's features are those `WIDE` needs.
+    /// [`ProceduralTerrain::window`] compiled for `lanes` (or the widest this CPU has, if
+    /// it has less): the release build targets baseline x86-64, whose lanes are 4 floats
+    /// and which has no vector 64-bit product for the lattice hashes. With AVX-512 or AVX2
+    /// the fine octaves run in [`super::wide`] (BENCHMARKS, "the procedural source's
+    /// smooth layers on a coarse grid"). The same exactly rounded operations in each lane,
+    /// so the same bits (Rust never fuses a multiply and an add, though both have FMA);
+    /// `a_window_read_row_by_row_equals_its_samples_computed_alone` compares every path
+    /// this CPU has with the scalar `raw`, in release in CI as well (where the loops are
+    /// vectorised).
+    fn window_in(
+        &self,
+        lanes: crate::wide_lanes::Lanes,
+        cols: &[u32],
+        rows: &[u32],
+        band_samples: usize,
+    ) -> Vec<u16> {
+        use crate::wide_lanes::{Lanes, detected};
+        // Functions with the features, into which `window` inlines (a closure passed to
+        // `wide_lanes::run_at` stayed out of line, in baseline code: 13 % slower).
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
+        fn avx512(
+            terrain: &ProceduralTerrain,
+            cols: &[u32],
+            rows: &[u32],
+            band: usize,
+        ) -> Vec<u16> {
+            // SAFETY: this function's features are those of 16 lanes.
+            #[allow(unsafe_code)]
+            unsafe {
+                terrain.window::<16>(cols, rows, band)
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn avx2(terrain: &ProceduralTerrain, cols: &[u32], rows: &[u32], band: usize) -> Vec<u16> {
+            // SAFETY: this function's features are those of 8 lanes.
+            #[allow(unsafe_code)]
+            unsafe {
+                terrain.window::<8>(cols, rows, band)
+            }
+        }
+        // SAFETY (each): this CPU has the features (`detected`).
         #[allow(unsafe_code)]
-        unsafe {
-            self.window::<true>(cols, rows, band_samples)
+        match lanes.min(detected()) {
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx512 => unsafe { avx512(self, cols, rows, band_samples) },
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx2 => unsafe { avx2(self, cols, rows, band_samples) },
+            _ => unsafe { self.window::<0>(cols, rows, band_samples) },
         }
     }
 
     /// The samples of columns `cols` and rows `rows`, a band of rows (`band_samples` or
     /// one row) at a time: the
     /// coarse fields interpolated across the four coarse rows around each row, then the
-    /// fine octaves one by one over the band. `WIDE` (from [`Self::window_wide`] only)
-    /// computes an octave in AVX-512 lanes wherever the band is dense enough for a table
-    /// of its cells ([`super::wide`]); otherwise it goes row by row, each row hashing a
-    /// lattice cell once and computing in vector lanes.
+    /// fine octaves one by one over the band. With `LANES` (16 or 8, from
+    /// [`Self::window_in`] only) an octave goes in AVX-512 or AVX2 lanes wherever the band
+    /// is dense enough for a table of its cells ([`super::wide`]); otherwise (and with
+    /// `LANES` 0) it goes row by row, each row hashing a lattice cell once and computing in
+    /// vector lanes.
     ///
     /// # Safety
-    /// With `WIDE`, the CPU has AVX-512 F, BW, DQ and VL ([`crate::wide_lanes::available`]).
+    /// The CPU has the features of `LANES`: 16, AVX-512 F, BW, DQ and VL; 8, AVX2.
     #[inline(always)]
     #[allow(unsafe_code)]
-    unsafe fn window<const WIDE: bool>(
+    unsafe fn window<const LANES: usize>(
         &self,
         cols: &[u32],
         rows: &[u32],
@@ -594,7 +623,7 @@ impl ProceduralTerrain {
                 band.push_row(row as f32 * self.step, &us, &fields);
             }
             // SAFETY: passed on from this function's.
-            unsafe { self.add_fine::<WIDE>(&mut band, n, &mut cells, &mut octave_rows) };
+            unsafe { self.add_fine::<LANES>(&mut band, n, &mut cells, &mut octave_rows) };
             // A plain loop, so it compiles inside the wide window (an `extend` of a `map`
             // stays an out-of-line baseline function: 8 % of an import's time).
             let start = values.len();
@@ -616,7 +645,7 @@ impl ProceduralTerrain {
     /// As [`Self::window`].
     #[inline(always)]
     #[allow(unsafe_code)]
-    unsafe fn add_fine<const WIDE: bool>(
+    unsafe fn add_fine<const LANES: usize>(
         &self,
         band: &mut Band,
         n: usize,
@@ -625,20 +654,25 @@ impl ProceduralTerrain {
     ) {
         let fine = &self.layers.octaves[self.fine.clone()];
         #[cfg(target_arch = "x86_64")]
-        let bounds = WIDE.then(|| {
-            // SAFETY: with `WIDE` the caller vouches for the CPU features.
-            unsafe { (super::wide::bounds(&band.pu), super::wide::bounds(&band.pv)) }
+        let bounds = (LANES > 0).then(|| {
+            // SAFETY: the caller vouches for the features of `LANES`.
+            unsafe {
+                (
+                    super::wide::bounds::<LANES>(&band.pu),
+                    super::wide::bounds::<LANES>(&band.pv),
+                )
+            }
         });
         for (layer, cell) in fine.iter().zip(cells.iter_mut()) {
             #[cfg(target_arch = "x86_64")]
             if let Some(table) = bounds.and_then(|(u_range, v_range)| {
                 let limit = TABLE_CELLS_A_SAMPLE * band.sum.len() + TABLE_CELLS_ANYWAY;
                 // SAFETY: as above.
-                unsafe { super::wide::CellTable::new(layer, u_range, v_range, limit) }
+                unsafe { super::wide::CellTable::new::<LANES>(layer, u_range, v_range, limit) }
             }) {
                 // SAFETY: as above.
                 unsafe {
-                    super::wide::add_octave(
+                    super::wide::add_octave::<LANES>(
                         layer,
                         &table,
                         (&band.pu, &band.pv),
@@ -786,16 +820,18 @@ mod tests {
         }
     }
 
-    /// Every way a window is computed gives `raw`'s samples: `read_window` (the AVX-512
-    /// window where the CPU has it), the baseline window, both in bands of two rows
-    /// (coarse rows kept and dropped between them; a cell table per band). Their vector
-    /// loops exist in optimised builds only: `.ci/run` runs these tests in release too.
+    /// Every way a window is computed gives `raw`'s samples: `read_window`, and the
+    /// window in every lane width this CPU has (baseline, AVX2, AVX-512), whole and in
+    /// bands of two rows (coarse rows kept and dropped between them; a cell table per
+    /// band). Their vector loops exist in optimised builds only: `.ci/run` runs these
+    /// tests in release too.
     fn assert_window_is_its_samples(
         terrain: &ProceduralTerrain,
         cols: &[u32],
         rows: &[u32],
         what: &str,
     ) {
+        use crate::wide_lanes::{Lanes, detected};
         let alone: Vec<u16> = rows
             .iter()
             .flat_map(|&row| cols.iter().map(move |&col| (col, row)))
@@ -806,24 +842,15 @@ mod tests {
         };
         assert_eq!(window, alone, "{what}");
         let band = 2 * cols.len();
-        // SAFETY (both): not `WIDE`.
-        #[allow(unsafe_code)]
-        let (baseline, banded) = unsafe {
-            (
-                terrain.window::<false>(cols, rows, BAND_SAMPLES),
-                terrain.window::<false>(cols, rows, band),
-            )
-        };
-        assert_eq!(baseline, alone, "baseline, {what}");
-        assert_eq!(banded, alone, "bands, {what}");
-        #[cfg(target_arch = "x86_64")]
-        if crate::wide_lanes::available() {
-            // SAFETY: the CPU has the features (checked just above).
-            #[allow(unsafe_code)]
-            let banded = unsafe { terrain.window_wide(cols, rows, band) };
-            assert_eq!(banded, alone, "wide bands, {what}");
-        } else {
-            println!("no AVX-512 here: the wide window is not checked");
+        for lanes in [Lanes::Baseline, Lanes::Avx2, Lanes::Avx512] {
+            if lanes > detected() {
+                println!("no {lanes:?} here: its window is not checked");
+                continue;
+            }
+            for band_samples in [BAND_SAMPLES, band] {
+                let window = terrain.window_in(lanes, cols, rows, band_samples);
+                assert_eq!(window, alone, "{lanes:?}, bands of {band_samples}, {what}");
+            }
         }
     }
 

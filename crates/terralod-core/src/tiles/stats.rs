@@ -224,6 +224,7 @@ pub(crate) fn window_error<T: StatSample>(
 mod tests {
     use super::*;
     use crate::tiles::import::error_in_window;
+    use crate::wide_lanes::{Lanes, detected, run_at};
 
     /// A deterministic scramble of `i`.
     fn scramble(mut i: u64) -> u64 {
@@ -237,6 +238,10 @@ mod tests {
             })
     }
 
+    /// The lane widths the statistics are checked in (each where the CPU has it, else the
+    /// widest below it).
+    const WIDTHS: [Lanes; 3] = [Lanes::Baseline, Lanes::Avx2, Lanes::Avx512];
+
     /// Every window size and origin parity the import uses, against the definitions, for
     /// all three sample types, with extreme values (the ends of the 16-bit ranges, `f32`
     /// samples of very different magnitudes whose sums round, and NaN, which both skip).
@@ -249,11 +254,12 @@ mod tests {
                         continue;
                     }
                     let slow = error_in_window(&samples, stride, (x0, y0), side);
-                    // In this build's lanes, and in AVX-512 lanes where the CPU has them.
-                    let fast = window_error(&samples, stride, (x0, y0), side);
-                    let wide =
-                        crate::wide_lanes::run(|| window_error(&samples, stride, (x0, y0), side));
-                    for fast in [fast, wide] {
+                    // In this build's lanes, and in AVX2 and AVX-512 lanes where the CPU
+                    // has them.
+                    let fast = WIDTHS.map(|lanes| {
+                        run_at(lanes, || window_error(&samples, stride, (x0, y0), side))
+                    });
+                    for fast in fast {
                         assert_eq!(
                             fast.to_bits(),
                             slow.to_bits(),
@@ -273,11 +279,12 @@ mod tests {
             for width in [1, 9, 16, 17, stride].into_iter().filter(|&w| w <= stride) {
                 let rows = samples.chunks(stride).map(|row| &row[..width]);
                 let all: Vec<T> = rows.clone().flatten().copied().collect();
-                let lanes = fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST));
-                let wide = crate::wide_lanes::run(|| {
-                    fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST))
+                let folds = WIDTHS.map(|lanes| {
+                    run_at(lanes, || {
+                        fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST))
+                    })
                 });
-                for (lo, hi) in [lanes, wide] {
+                for (lo, hi) in folds {
                     assert_eq!(
                         (lo.into(), hi.into()),
                         reference_range(&all),
@@ -290,9 +297,11 @@ mod tests {
 
     #[test]
     fn laned_statistics_equal_the_definitions() {
-        #[cfg(target_arch = "x86_64")]
-        if !crate::wide_lanes::available() {
-            println!("no AVX-512 here: the statistics' wide path is not checked");
+        if detected() < Lanes::Avx512 {
+            println!(
+                "no AVX-512 here (only {:?}): not every path is checked",
+                detected()
+            );
         }
         agrees(|i| {
             let r = scramble(i);

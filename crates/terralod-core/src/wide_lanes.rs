@@ -67,10 +67,12 @@ pub(crate) fn run<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// `f()` compiled for `wanted`, or for the widest this CPU has if it has less: `f` is the
-/// only call in a function with those features, which optimised builds inline it into
-/// (`perf` showed the import's statistics there, in 512-bit lanes), with what `f`
-/// inlines: the hot functions `f` calls should be `#[inline(always)]`. Unoptimised builds
-/// may not inline it and run baseline code.
+/// only call in a function with those features. **`f` must be an `#[inline(always)]`
+/// closure** (`run(#[inline(always)] || …)`), and the hot functions it calls
+/// `#[inline(always)]` too: a closure is compiled without its caller's features, and
+/// LLVM left a large one out of line, in baseline code (the import's statistics ran in
+/// SSE lanes that way, unnoticed, from stop 45 to stop 46; `perf annotate` shows which
+/// lanes a function uses). Unoptimised builds may not inline it and run baseline code.
 #[inline(always)]
 pub(crate) fn run_at<R>(wanted: Lanes, f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]

@@ -534,40 +534,22 @@ impl ProceduralTerrain {
         rows: &[u32],
         band_samples: usize,
     ) -> Vec<u16> {
-        use crate::wide_lanes::{Lanes, detected};
-        // Functions with the features, into which `window` inlines (a closure passed to
-        // `wide_lanes::run_at` stayed out of line, in baseline code: 13 % slower).
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,avx512f,avx512dq,avx512vl,avx512bw")]
-        fn avx512(
-            terrain: &ProceduralTerrain,
-            cols: &[u32],
-            rows: &[u32],
-            band: usize,
-        ) -> Vec<u16> {
-            // SAFETY: this function's features are those of 16 lanes.
-            #[allow(unsafe_code)]
-            unsafe {
-                terrain.window::<16>(cols, rows, band)
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
-        fn avx2(terrain: &ProceduralTerrain, cols: &[u32], rows: &[u32], band: usize) -> Vec<u16> {
-            // SAFETY: this function's features are those of 8 lanes.
-            #[allow(unsafe_code)]
-            unsafe {
-                terrain.window::<8>(cols, rows, band)
-            }
-        }
-        // SAFETY (each): this CPU has the features (`detected`).
+        use crate::wide_lanes::{Lanes, detected, run_at};
+        let lanes = lanes.min(detected());
+        // SAFETY (each): `LANES` needs the features of `lanes`, which this CPU has.
         #[allow(unsafe_code)]
-        match lanes.min(detected()) {
-            #[cfg(target_arch = "x86_64")]
-            Lanes::Avx512 => unsafe { avx512(self, cols, rows, band_samples) },
-            #[cfg(target_arch = "x86_64")]
-            Lanes::Avx2 => unsafe { avx2(self, cols, rows, band_samples) },
-            _ => unsafe { self.window::<0>(cols, rows, band_samples) },
+        match lanes {
+            Lanes::Avx512 => run_at(
+                lanes,
+                #[inline(always)]
+                || unsafe { self.window::<16>(cols, rows, band_samples) },
+            ),
+            Lanes::Avx2 => run_at(
+                lanes,
+                #[inline(always)]
+                || unsafe { self.window::<8>(cols, rows, band_samples) },
+            ),
+            Lanes::Baseline => unsafe { self.window::<0>(cols, rows, band_samples) },
         }
     }
 

@@ -257,7 +257,11 @@ mod tests {
                     // In this build's lanes, and in AVX2 and AVX-512 lanes where the CPU
                     // has them.
                     let fast = WIDTHS.map(|lanes| {
-                        run_at(lanes, || window_error(&samples, stride, (x0, y0), side))
+                        run_at(
+                            lanes,
+                            #[inline(always)]
+                            || window_error(&samples, stride, (x0, y0), side),
+                        )
                     });
                     for fast in fast {
                         assert_eq!(
@@ -280,9 +284,11 @@ mod tests {
                 let rows = samples.chunks(stride).map(|row| &row[..width]);
                 let all: Vec<T> = rows.clone().flatten().copied().collect();
                 let folds = WIDTHS.map(|lanes| {
-                    run_at(lanes, || {
-                        fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST))
-                    })
+                    run_at(
+                        lanes,
+                        #[inline(always)]
+                        || fold_range_of_rows(width, rows.clone(), (T::HIGHEST, T::LOWEST)),
+                    )
                 });
                 for (lo, hi) in folds {
                     assert_eq!(

@@ -161,8 +161,9 @@ pub fn run(args: &MeshArgs) -> anyhow::Result<()> {
     // drawn while its pages or tiles were read does not hold the tolerance.
     let walk_held_back = walk.as_ref().map_or(0, |w| w.held_back.get());
     let tolerance_held = tolerance_held && walk_held_back == 0;
-    // The export holds the data's ground, not the padding some algorithms draw beyond it.
-    let mesh = mesh.without_padding(data_end);
+    // The export holds the data's ground as drawn, not the padding some algorithms draw
+    // beyond it (which the renderer discards).
+    let mesh = mesh.clipped_to(data_end);
     match (&args.out, format) {
         // Written frame by frame.
         _ if frames.is_some() => {}
@@ -231,8 +232,8 @@ struct Selected {
     cull: bool,
     /// More entries of the summary (`detail`, `simplify`, `streamed`).
     extra: Vec<(&'static str, serde_json::Value)>,
-    /// The data's last column and row on the mesh's grid: what lies wholly beyond is
-    /// padding, left out of the export ([`GridMesh::without_padding`]).
+    /// The data's last column and row on the mesh's grid: what lies beyond is padding,
+    /// cut off the export ([`GridMesh::clipped_to`]).
     data_end: (u32, u32),
     /// Whether the mesh keeps the tolerance everywhere: not where a tile failed and a
     /// coarser level stands in, and never for a screen view of an algorithm that
@@ -304,7 +305,7 @@ impl Walk<'_> {
             }
         }
         let path = files.path(frame);
-        let trimmed = mesh.clone().without_padding(data_end);
+        let trimmed = mesh.clone().clipped_to(data_end);
         // The path last, so the writer's own "path: reason" is not read twice.
         files
             .staged
@@ -446,7 +447,9 @@ fn select_loaded(
         .collect();
     if let Some(max_error) = args.lod.max_error.filter(|_| args.simplify) {
         let start = Instant::now();
-        let (simplified, simplify_stats) = simplify(field, &mesh, f64::from(max_error))
+        // Cut to the data first: the collapses keep its border where it is.
+        let mesh_in_data = mesh.clipped_to(data_end);
+        let (simplified, simplify_stats) = simplify(field, &mesh_in_data, f64::from(max_error))
             .context("simplifying the selected mesh")?;
         mesh = simplified;
         extra.push((

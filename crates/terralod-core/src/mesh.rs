@@ -39,9 +39,9 @@ impl GridMesh {
     /// corner; pieces without area left out).
     ///
     /// A cut lands on grid positions wherever the triangle's edges are axis-aligned or
-    /// diagonal, as every LOD algorithm's are (their fans and right triangles). A
-    /// triangle whose cut would fall between grid positions is kept whole instead (the
-    /// mesh's positions are on the grid). A vertex made by a cut takes the drawn surface's height there: along the edge
+    /// diagonal, as the hierarchical algorithms' fans and right triangles are. A triangle
+    /// whose cut would fall between grid positions (a streamed seam's edges rise 1 in 2)
+    /// is kept whole instead (the mesh's positions are on the grid). A vertex made by a cut takes the drawn surface's height there: along the edge
     /// it lies on, computed from the edge's ends in one order, so the triangles on either
     /// side of the edge agree to the bit (no crack), or inside the triangle when it is the
     /// data's corner. Vertices no kept triangle uses are dropped, the others numbered as

@@ -39,12 +39,13 @@ impl GridMesh {
     /// corner; pieces without area left out).
     ///
     /// A cut lands on grid positions wherever the triangle's edges are axis-aligned or
-    /// diagonal, as the hierarchical algorithms' fans and right triangles are. A triangle
-    /// whose cut would fall between grid positions (a streamed seam's edges rise 1 in 2)
-    /// is kept whole instead (the mesh's positions are on the grid). A vertex made by a cut takes the drawn surface's height there: along the edge
-    /// it lies on, computed from the edge's ends in one order, so the triangles on either
-    /// side of the edge agree to the bit (no crack), or inside the triangle when it is the
-    /// data's corner. Vertices no kept triangle uses are dropped, the others numbered as
+    /// diagonal, as the hierarchical algorithms' fans and right triangles are. If any cut
+    /// would fall between grid positions (a streamed seam's edges rise 1 in 2), every
+    /// triangle across is kept whole instead: the mesh's positions are on the grid, and
+    /// cutting its neighbours alone would leave T-junctions. A vertex made by a cut takes
+    /// the drawn surface's height there: along the edge it lies on, computed from the
+    /// edge's ends in one order, so the triangles on either side of the edge agree to the
+    /// bit (no crack), or inside the triangle when it is the data's corner. Vertices no kept triangle uses are dropped, the others numbered as
     /// the triangles first use them; the whole triangles keep their order, the pieces
     /// follow.
     pub fn clipped_to(self, last: (u32, u32)) -> GridMesh {
@@ -63,21 +64,29 @@ impl GridMesh {
             on_cut: Default::default(),
             last,
         };
+        let cuts: Vec<_> = self
+            .triangles
+            .iter()
+            .map(|&t| {
+                let corners = t.map(|i| (position(i), self.heights[i as usize]));
+                let cut = if corners.iter().all(|c| inside(c.0)) {
+                    Cut::Inside
+                } else {
+                    cut_triangle(corners, last)
+                };
+                (t, corners, cut)
+            })
+            .collect();
+        let cut_any = !cuts.iter().any(|(_, _, cut)| matches!(cut, Cut::OffGrid));
         let mut pieces = Vec::new();
-        for &t in &self.triangles {
-            let corners = t.map(|i| (position(i), self.heights[i as usize]));
-            let cut = if corners.iter().all(|c| inside(c.0)) {
-                Cut::Inside
-            } else {
-                cut_triangle(corners, last)
-            };
+        for (t, corners, cut) in cuts {
             match cut {
                 Cut::Beyond => {}
-                Cut::Inside | Cut::OffGrid => {
+                Cut::Polygon(polygon) if cut_any => pieces.push((t, corners, polygon)),
+                Cut::Inside | Cut::OffGrid | Cut::Polygon(_) => {
                     let t = std::array::from_fn(|k| out.keep(t[k], corners[k]));
                     out.mesh.triangles.push(t);
                 }
-                Cut::Polygon(polygon) => pieces.push((t, corners, polygon)),
             }
         }
         // The pieces after the whole triangles' vertices are numbered, so a cut point at
@@ -128,10 +137,16 @@ impl Trimmed {
     fn keep(&mut self, i: u32, (p, h): (GridPos, f32)) -> u32 {
         let slot = &mut self.index[i as usize];
         if *slot == u32::MAX {
-            *slot = self.mesh.push_vertex(p, h);
-            if p.col == self.last.0 || p.row == self.last.1 {
-                self.on_cut.insert(p, *slot);
-            }
+            *slot = if p.col == self.last.0 || p.row == self.last.1 {
+                // One vertex a position on the cut lines, whichever piece came first.
+                let mesh = &mut self.mesh;
+                *self
+                    .on_cut
+                    .entry(p)
+                    .or_insert_with(|| mesh.push_vertex(p, h))
+            } else {
+                self.mesh.push_vertex(p, h)
+            };
         }
         *slot
     }
@@ -191,11 +206,24 @@ fn cut_triangle(corners: [(GridPos, f32); 3], last: (u32, u32)) -> Cut {
             if (bp < 0 && bq > 0) || (bp > 0 && bq < 0) {
                 // Where p q crosses the line: p + (q − p) · t, t = wp / (wp − wq) with
                 // wp = bp · dq and wq = bq · dp (the distances over a common denominator).
-                let (dp, dq) = (p[2], q[2]);
-                let (wp, wq) = (bp * dq, bq * dp);
-                let d = dp * dq * (wp - wq);
-                let point = [0, 1].map(|i| p[i] * dq * (wp - wq) + (q[i] * dp - p[i] * dq) * wp);
-                out.push(reduced([point[0], point[1], d]));
+                // Checked: coordinates near `u32::MAX` overflow even `i128` on the second
+                // line (a cut between grid positions anyway).
+                let crossing = || {
+                    let (dp, dq) = (p[2], q[2]);
+                    let (wp, wq) = (bp.checked_mul(dq)?, bq.checked_mul(dp)?);
+                    let span = wp.checked_sub(wq)?;
+                    let d = dp.checked_mul(dq)?.checked_mul(span)?;
+                    let along = |i: usize| {
+                        let from = p[i].checked_mul(dq)?.checked_mul(span)?;
+                        let delta = q[i].checked_mul(dp)?.checked_sub(p[i].checked_mul(dq)?)?;
+                        from.checked_add(delta.checked_mul(wp)?)
+                    };
+                    Some(reduced([along(0)?, along(1)?, d]))
+                };
+                let Some(point) = crossing() else {
+                    return Cut::OffGrid;
+                };
+                out.push(point);
             }
         }
         polygon = out;
@@ -319,12 +347,25 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_between_grid_positions_keeps_the_triangle_whole() {
+    fn a_cut_between_grid_positions_keeps_the_triangles_across_whole() {
         // An edge of slope 1/3 crosses column 2 at row 2/3.
         let input = mesh(&[(0, 0, 1.0), (0, 3, 2.0), (3, 1, 3.0)], &[[0, 1, 2]]);
         assert_eq!(input.clone().clipped_to((2, 3)), input);
         // Wholly beyond the last row but for an edge: dropped, whatever its slopes.
         let beyond = mesh(&[(0, 5, 1.0), (3, 6, 2.0), (3, 5, 3.0)], &[[0, 1, 2]]);
         assert!(beyond.clipped_to((3, 5)).triangles.is_empty());
+        // Its neighbour across (0, 2)–(2, 2) could be cut on the grid, at (1, 2): a
+        // T-junction in the whole triangle's edge. Both stay whole.
+        let pair = mesh(
+            &[(0, 2, 1.0), (2, 2, 2.0), (2, 3, 3.0), (2, 0, 4.0)],
+            &[[0, 1, 2], [0, 3, 1]],
+        );
+        assert_eq!(pair.clone().clipped_to((1, 10)), pair);
+        // Coordinates whose second cut overflows `i128`: kept whole, no panic.
+        let huge = mesh(
+            &[(0, 0, 1.0), (u32::MAX, 2, 2.0), (1, 4, 3.0)],
+            &[[0, 1, 2]],
+        );
+        assert_eq!(huge.clone().clipped_to((i32::MAX as u32, 2)), huge);
     }
 }

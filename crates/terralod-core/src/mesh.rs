@@ -290,13 +290,9 @@ fn surface_height(corners: [(GridPos, f32); 3], p: GridPos) -> f32 {
         return (ha + t * (hb - ha)) as f32;
     }
     let [a, b, c] = corners;
-    let whole = area2(a.0, b.0, c.0) as f64;
-    let (wa, wb) = (
-        area2(p, b.0, c.0) as f64 / whole,
-        area2(a.0, p, c.0) as f64 / whole,
-    );
-    let wc = 1.0 - wa - wb;
-    (wa * f64::from(a.1) + wb * f64::from(b.1) + wc * f64::from(c.1)) as f32
+    let weights = [area2(p, b.0, c.0), area2(a.0, p, c.0), area2(a.0, b.0, p)];
+    let heights = corners.map(|c| f64::from(c.1));
+    crate::raster::interpolate(weights, heights, area2(a.0, b.0, c.0)) as f32
 }
 
 #[cfg(test)]

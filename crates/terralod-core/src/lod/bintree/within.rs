@@ -42,7 +42,9 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the view-independent selection keeps across calls, so a repeated selection
-/// allocates nothing.
+/// allocates nothing on one thread. On several, a forced split's children go to the part
+/// that forced it first, which timing decides: a part's stack can then outgrow its largest
+/// depth so far, and grows (amortised, capacity kept).
 #[derive(Debug, Default)]
 pub(super) struct WithinBuffers {
     /// One bit per grid vertex: whether the diamond centred there is split.

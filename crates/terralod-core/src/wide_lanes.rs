@@ -41,23 +41,27 @@ pub(crate) fn detected() -> Lanes {
 pub(crate) fn lanes() -> Lanes {
     static CHOSEN: OnceLock<Lanes> = OnceLock::new();
     *CHOSEN.get_or_init(|| {
-        let cap = match std::env::var(LANES_VARIABLE) {
-            Err(_) => Lanes::Avx512,
-            Ok(value) => match value.trim().to_ascii_lowercase().as_str() {
-                "" | "avx512" => Lanes::Avx512,
-                "avx2" => Lanes::Avx2,
-                "baseline" => Lanes::Baseline,
-                _ => {
-                    eprintln!(
-                        "warning: {LANES_VARIABLE}={value:?} is none of avx512, avx2 or \
-                         baseline; ignored"
-                    );
-                    Lanes::Avx512
-                }
-            },
-        };
+        let value = std::env::var(LANES_VARIABLE).ok();
+        let cap = cap_named(value.as_deref()).unwrap_or_else(|| {
+            eprintln!(
+                "warning: {LANES_VARIABLE}={:?} is none of avx512, avx2 or baseline; ignored",
+                value.unwrap_or_default()
+            );
+            Lanes::Avx512
+        });
         detected().min(cap)
     })
+}
+
+/// The cap a value of [`LANES_VARIABLE`] names (none set or empty: no cap), or `None` for a
+/// value naming no width.
+fn cap_named(value: Option<&str>) -> Option<Lanes> {
+    match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "avx512") => Some(Lanes::Avx512),
+        Some("avx2") => Some(Lanes::Avx2),
+        Some("baseline") => Some(Lanes::Baseline),
+        Some(_) => None,
+    }
 }
 
 /// `f()` compiled for [`lanes`] ([`run_at`]).
@@ -100,4 +104,34 @@ pub(crate) fn run_at<R>(wanted: Lanes, f: impl FnOnce() -> R) -> R {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = wanted;
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variable_names_a_cap_in_any_case_and_unset_or_empty_caps_nothing() {
+        for (value, cap) in [
+            (None, Some(Lanes::Avx512)),
+            (Some(""), Some(Lanes::Avx512)),
+            (Some("  "), Some(Lanes::Avx512)),
+            (Some("avx512"), Some(Lanes::Avx512)),
+            (Some("AVX2"), Some(Lanes::Avx2)),
+            (Some(" avx2\n"), Some(Lanes::Avx2)),
+            (Some("Baseline"), Some(Lanes::Baseline)),
+            (Some("sse"), None),
+            (Some("avx"), None),
+            (Some("avx2,avx512"), None),
+        ] {
+            assert_eq!(cap_named(value), cap, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn the_lanes_chosen_are_at_most_what_the_cpu_has() {
+        assert!(lanes() <= detected());
+        // `run_at` caps too: asking for more than the CPU has runs what it has.
+        assert_eq!(run_at(Lanes::Avx512, || 7), 7);
+    }
 }

@@ -20,7 +20,14 @@ fn spawn(args: &[&str]) -> Child {
 /// returns how it ended. Panics if the command ends first: the test then did not test.
 fn signal_when(mut child: Child, signal: &str, what: &str, appeared: impl Fn() -> bool) -> Output {
     let started = Instant::now();
-    while !appeared() {
+    let number = match signal {
+        "-INT" => 2,
+        "-TERM" => 15,
+        _ => panic!("no number for {signal}"),
+    };
+    // Not before the command catches the signal: sent earlier, it would kill the command
+    // (a child slow to start on a loaded machine) instead of testing its handler.
+    while !appeared() || !catches(&child, number) {
         if let Some(status) = child.try_wait().expect("waitable") {
             panic!("the command ended ({status}) before {what} appeared");
         }
@@ -42,6 +49,18 @@ fn signal_when(mut child: Child, signal: &str, what: &str, appeared: impl Fn() -
         "interrupted while writing {what}: {output:?}"
     );
     output
+}
+
+/// Whether `child` has a handler for signal `number` (Linux: the caught-signals mask in
+/// `/proc/PID/status`).
+fn catches(child: &Child, number: u32) -> bool {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (number - 1)) != 0)
 }
 
 /// The run said `says` on stderr and left nothing in `dir`.

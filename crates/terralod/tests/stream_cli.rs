@@ -669,9 +669,9 @@ fn oracle_holds_tau(algo: &str) {
         "--fps",
         "20",
         "--frames",
-        "20",
+        "60",
         "--measure-every",
-        "19",
+        "59",
         "--pixel-error",
         "1",
         "--size",
@@ -682,7 +682,9 @@ fn oracle_holds_tau(algo: &str) {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("written")).expect("JSON");
     let frames = report["per_frame"].as_array().expect("per-frame figures");
-    let (first, last) = (&frames[0], &frames[19]);
+    // Three seconds at 20 fps: the background loads (milliseconds each) have landed by the
+    // last frame, also on a machine whose cores are busy with other tests.
+    let (first, last) = (&frames[0], &frames[59]);
     let held_back = if algo == "streamed" {
         "blocks_held_back"
     } else {

@@ -686,8 +686,10 @@ const BAND_SAMPLES: usize = 1 << 18;
 /// more. A dense band's box holds at most about a quarter of a cell a sample (the finest
 /// octave has 3 samples a wave or more, a ninth of a cell a sample, and the box of a
 /// rotated band is at most twice its area) plus its margin; a sparse window's box can
-/// hold millions, and goes row by row.
+/// hold millions, and goes row by row. (The tables are the wide lanes' alone: x86-64.)
+#[cfg(target_arch = "x86_64")]
 const TABLE_CELLS_A_SAMPLE: usize = 4;
+#[cfg(target_arch = "x86_64")]
 const TABLE_CELLS_ANYWAY: usize = 4096;
 
 thread_local! {

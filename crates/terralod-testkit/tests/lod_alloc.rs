@@ -101,9 +101,9 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// started from outside a pool hands its job to rayon's shared queue, which takes a block
 /// of job slots every 63 jobs: an allocation that comes from rayon, not from the
 /// algorithm, in whichever frame fills the block (the last test measures that amortised
-/// case). And with more threads, the bintree's view-independent selection hands a forced
-/// split's children to whichever part forced it first, so a part's stack can outgrow its
-/// largest depth so far (capacity kept: amortised too). On the pool's one worker, the
+/// case). And with more threads, which of the bintree's view-independent parts queues a
+/// split leaf's children depends on timing, so a part's stack can outgrow its largest
+/// depth so far (capacity kept: amortised too). On the pool's one worker, the
 /// loops' jobs go to its own deque, which keeps its buffer, and every allocation counted is
 /// one a fixed order of work makes.
 fn on_one_pool_thread(f: impl FnOnce() + Send) {

@@ -42,13 +42,16 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the view-independent selection keeps across calls, so a repeated selection
-/// allocates nothing on one thread. On several, a forced split's children go to the part
-/// that forced it first, which timing decides: a part's stack can then outgrow its largest
-/// depth so far, and grows (amortised, capacity kept).
+/// allocates nothing (on one thread; on several, which part queues a split leaf's children
+/// depends on timing, so a part's stack can still outgrow its largest depth so far).
 #[derive(Debug, Default)]
 pub(super) struct WithinBuffers {
     /// One bit per grid vertex: whether the diamond centred there is split.
     split: Vec<AtomicU64>,
+    /// Two bits per grid vertex, one per triangle of the diamond centred there: whether a
+    /// part (or the calling thread) has tested the triangle (taken it off a stack while
+    /// its diamond was whole).
+    visited: Vec<AtomicU64>,
     /// The depth-first stack of the coarse levels, tested and drawn on the calling thread.
     pending: Vec<Triangle>,
     /// The triangles at [`FRONTIER_DEPTH`]: their subtrees are tested, then drawn, in
@@ -94,10 +97,14 @@ impl WithinStats {
 /// padded grid of `side` samples, appending its triangles to `indices` (cleared first).
 ///
 /// The levels above [`FRONTIER_DEPTH`] are tested on the calling thread; the subtrees
-/// below, in parallel parts that share the split flags (atomic: a neighbour's forced
-/// split may reach into another part's subtree, and whoever sets a diamond's flag queues
-/// its children). The split set does not depend on the order, so neither does the mesh:
-/// the triangles are drawn in the same order on any number of threads.
+/// below, in parallel parts that share the split and visited flags (atomic: a
+/// neighbour's forced split may reach into another part's subtree). A split triangle's
+/// children are queued by whoever visits it, or, if it was visited and left whole before
+/// its diamond split, by whoever splits the diamond ([`SplitGrid`]): a forced split never
+/// takes over a subtree its part has yet to reach, so each part walks its own subtrees
+/// depth first, and its stack stays near their depth. The split set does not depend on
+/// the order, so neither does the mesh: the triangles are drawn in the same order on any
+/// number of threads.
 pub(super) fn select_within(
     field: &Heightfield,
     side: u32,
@@ -113,10 +120,20 @@ pub(super) fn select_within(
         .iter()
         .for_each(|w| w.store(0, Ordering::Relaxed));
     buffers.split.resize_with(words, AtomicU64::default);
+    let visited_words = (2 * side as usize * side as usize).div_ceil(64);
+    buffers.visited.truncate(visited_words);
+    buffers
+        .visited
+        .iter()
+        .for_each(|w| w.store(0, Ordering::Relaxed));
+    buffers
+        .visited
+        .resize_with(visited_words, AtomicU64::default);
     let shapes = buffers.shapes.get_or_insert_with(Shapes::new);
     let scan = Scan::new(field, shapes, f64::from(max_error));
     let grid = SplitGrid {
         split: &buffers.split,
+        visited: &buffers.visited,
         side,
     };
     // A triangle at the frontier depth has this half-extent, the only one of the levels
@@ -137,7 +154,7 @@ pub(super) fn select_within(
         if at_frontier(&t) {
             buffers.frontier.push(t);
         } else {
-            stats.add(grid.test(&t, &scan, &mut buffers.pending));
+            stats.add(grid.visit(&t, &scan, &mut buffers.pending));
         }
     }
     buffers.parts.resize_with(PARTS, Part::default);
@@ -147,7 +164,7 @@ pub(super) fn select_within(
         // Depth first: a triangle's children are tested right after it, while its samples
         // are still in cache.
         while let Some(t) = part.stack.pop() {
-            let tested = grid.test(&t, &scan, &mut part.stack);
+            let tested = grid.visit(&t, &scan, &mut part.stack);
             part.stats.add(tested);
         }
     });
@@ -201,42 +218,83 @@ fn share_out(frontier: &[Triangle], parts: &mut [Part], work: impl Fn(&mut Part)
     });
 }
 
-/// The split flags of the padded grid's diamonds, shared by the parallel parts.
+/// The split flags of the padded grid's diamonds and the visited flags of their
+/// triangles, shared by the parallel parts.
+///
+/// Who queues a split triangle's children: its visitor, if the diamond is split when it
+/// looks; otherwise the diamond's splitter, if the triangle was visited by then. The
+/// visitor sets its flag and then reads the split flag; the splitter sets the split flag
+/// and then reads the visited flag (both sequentially consistent), so at least one of
+/// them sees the other's write and the children are queued. Both may: a child is then on
+/// two stacks, and only the first to set its visited flag goes on with it.
 struct SplitGrid<'a> {
     split: &'a [AtomicU64],
+    visited: &'a [AtomicU64],
     side: u32,
 }
 
 impl SplitGrid<'_> {
-    fn bit(&self, p: Point) -> (usize, u64) {
-        let slot = p.1 as usize * self.side as usize + p.0 as usize;
-        (slot / 64, 1 << (slot % 64))
+    fn slot(&self, p: Point) -> usize {
+        p.1 as usize * self.side as usize + p.0 as usize
     }
 
     fn is_split(&self, p: Point) -> bool {
-        let (word, bit) = self.bit(p);
-        self.split[word].load(Ordering::Relaxed) & bit != 0
+        let slot = self.slot(p);
+        self.split[slot / 64].load(Ordering::SeqCst) & 1 << (slot % 64) != 0
     }
 
-    /// Rule 1 for triangle `t` of the mesh: splits its diamond when it misses.
-    fn test(&self, t: &Triangle, scan: &Scan<'_>, queue: &mut Vec<Triangle>) -> WithinStats {
-        match t.midpoint() {
-            Some(m) if !self.is_split(m) => WithinStats {
-                tested: 1,
-                vertices: if scan.misses(t) {
-                    self.force_split(m, queue)
-                } else {
-                    0
-                },
+    /// The bit of triangle `t` (of the diamond centred on `m`) in the visited flags: one
+    /// per side of the diamond's diagonal, told by where `t`'s right angle lies.
+    fn visited_bit(&self, t: &Triangle, m: Point) -> (usize, u64) {
+        let offset = (t.c.0 - m.0, t.c.1 - m.1);
+        let side = usize::from(offset.0 > 0 || (offset.0 == 0 && offset.1 > 0));
+        let bit = 2 * self.slot(m) + side;
+        (bit / 64, 1 << (bit % 64))
+    }
+
+    fn is_visited(&self, t: &Triangle, m: Point) -> bool {
+        let (word, bit) = self.visited_bit(t, m);
+        self.visited[word].load(Ordering::SeqCst) & bit != 0
+    }
+
+    /// Takes triangle `t` off a stack: queues its children if its diamond is split, else
+    /// applies rule 1 to it (it splits its diamond when it misses). Nothing if another
+    /// stack's copy of `t` was visited first, or `t` is of the finest level.
+    ///
+    /// A triangle whose diamond is split already needs no visited flag (no splitter will
+    /// come), so most visits, in a fine mesh, cost one load and no locked write. (A copy
+    /// of `t` on another stack then queues the children again, and the first of each to
+    /// be tested or flagged goes on.)
+    fn visit(&self, t: &Triangle, scan: &Scan<'_>, queue: &mut Vec<Triangle>) -> WithinStats {
+        let Some(m) = t.midpoint() else {
+            return WithinStats::default();
+        };
+        if self.is_split(m) {
+            queue_children(t, m, queue);
+            return WithinStats::default();
+        }
+        let (word, bit) = self.visited_bit(t, m);
+        if self.visited[word].fetch_or(bit, Ordering::SeqCst) & bit != 0 {
+            return WithinStats::default();
+        }
+        // Split since the first look: its splitter may have seen `t` unvisited.
+        if self.is_split(m) {
+            queue_children(t, m, queue);
+            return WithinStats::default();
+        }
+        WithinStats {
+            tested: 1,
+            vertices: if scan.misses(t) {
+                self.force_split(m, queue)
+            } else {
+                0
             },
-            // The finest triangles, and those whose diamond is split already (its children
-            // were queued by whoever split it).
-            _ => WithinStats::default(),
         }
     }
 
-    /// Splits the diamond centred on `m` after the diamonds its triangles came from,
-    /// queueing the new triangles that can split; returns how many diamonds it split.
+    /// Splits the diamond centred on `m` after the diamonds its triangles came from
+    /// (rule 2), queueing the children of its triangles visited so far (the others'
+    /// visitors queue theirs); returns how many diamonds it split.
     fn force_split(&self, m: Point, queue: &mut Vec<Triangle>) -> u64 {
         if self.is_split(m) {
             return 0;
@@ -250,16 +308,24 @@ impl SplitGrid<'_> {
                 count += self.force_split(t.c, queue);
             }
         }
-        let (word, bit) = self.bit(m);
-        // Exactly one thread sets the flag, and it queues the children.
-        if self.split[word].fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+        let slot = self.slot(m);
+        let bit = 1 << (slot % 64);
+        // Exactly one thread sets the flag.
+        if self.split[slot / 64].fetch_or(bit, Ordering::SeqCst) & bit == 0 {
             count += 1;
             for t in triangles.iter().flatten() {
-                queue.extend(t.children(m).into_iter().filter(|c| c.midpoint().is_some()));
+                if self.is_visited(t, m) {
+                    queue_children(t, m, queue);
+                }
             }
         }
         count
     }
+}
+
+/// Queues the children of `t` (split at `m`) that can split in turn.
+fn queue_children(t: &Triangle, m: Point, queue: &mut Vec<Triangle>) {
+    queue.extend(t.children(m).into_iter().filter(|c| c.midpoint().is_some()));
 }
 
 fn is_grid_corner(p: Point, n: i32) -> bool {
@@ -663,6 +729,58 @@ mod tests {
                 );
                 assert_eq!(stats.vertices, vertices.len() as u64);
             }
+        }
+    }
+
+    /// On several threads the parts race to split shared diamonds; the result is still
+    /// the least split set (fields large enough that the parts hold several levels).
+    #[test]
+    fn the_least_split_set_on_several_threads() {
+        for (field, max_error) in [
+            (integer_field(65, 65), 3.0),
+            (integer_field(65, 40), 12.0),
+            (float_field(70, 45), 0.3),
+        ] {
+            let expected = least_split_set(&field, f64::from(max_error));
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a thread pool");
+                let (_, stats) = pool.install(|| select(&field, max_error));
+                assert_eq!(
+                    stats.vertices,
+                    expected.len() as u64 + 4,
+                    "{threads} threads"
+                );
+            }
+        }
+    }
+
+    /// A forced split queues only children of triangles already visited, so a part walks
+    /// its own subtrees depth first: its stack stays near their depth. (When the splitter
+    /// queued every new triangle, one part's stack came to hold most of the mesh: 131,072
+    /// triangles here.)
+    #[test]
+    fn a_parts_stack_stays_near_the_depth_of_its_subtrees() {
+        let side = 257;
+        let values = (0..side * side)
+            .map(|i| {
+                let (c, r) = ((i % side) as f32, (i / side) as f32);
+                (c * 0.061).sin() * 40.0 + (r * 0.037).cos() * 25.0 + (c * r * 0.0011).sin() * 9.0
+            })
+            .collect();
+        let field = Heightfield::from_f32(side, side, values).expect("valid");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool");
+            let (mut buffers, mut indices) = (WithinBuffers::default(), Vec::new());
+            pool.install(|| select_within(&field, side, 0.01, &mut buffers, &mut indices));
+            assert!(indices.len() / 3 > 100_000, "{}", indices.len() / 3);
+            let deepest = buffers.parts.iter().map(|p| p.stack.capacity()).max();
+            assert!(deepest <= Some(64), "{deepest:?} on {threads} threads");
         }
     }
 

